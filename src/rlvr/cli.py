@@ -1,0 +1,265 @@
+"""The `rlvr` command line (typer). Each command: `--config FILE.yaml` plus flag overrides, progress
+on the console, and exit status 2 with a one-line reason on bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from rlvr.config import ConfigError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="rlvr: reinforcement learning with verifiable rewards for small reasoning models.",
+)
+data_app = typer.Typer(no_args_is_help=True, help="Look at task data.")
+app.add_typer(data_app, name="data")
+
+console = Console(stderr=True)
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]
+
+
+def fail(msg: str) -> NoReturn:
+    """Print a one-line reason and exit 2 (bad input)."""
+    console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@data_app.command("preview")
+def data_preview(
+    task: Annotated[str, typer.Argument(help="arith, gsm8k or a path to a GSM8K-format .jsonl")],
+    n: Annotated[int, typer.Option(help="How many problems.")] = 5,
+    split: Annotated[str, typer.Option(help="train, dev or test.")] = "train",
+    preset: Annotated[str, typer.Option(help="arith difficulty preset.")] = "easy",
+    seed: Annotated[int, typer.Option(help="arith generation seed.")] = 0,
+) -> None:
+    """Print problems of a task: question, gold solution, answer and steps."""
+    from rlvr.tasks import DataError, HoldoutError, load_task
+
+    try:
+        probs = load_task(task, split, n=n, seed=seed, preset=preset)  # type: ignore[arg-type]
+    except (DataError, HoldoutError, KeyError, ValueError) as e:
+        fail(str(e))
+    for p in probs:
+        print(f"--- {p.id} ({p.n_steps} steps)\nQ: {p.question}\n{p.solution}\n")
+
+
+def _progress(label: str):
+    """A console line per logged step: `label step/total key=value ...`."""
+    keys = {
+        "sft/loss": "loss",
+        "reward/total/mean": "reward",
+        "train/accuracy": "acc",
+        "train/completion_len/mean": "len",
+        "train/zero_std_frac": "zero_std",
+        "train/kl": "kl",
+        "train/clip_frac": "clip",
+        "train/entropy": "ent",
+        "eval/dev/pass@1": "dev_pass@1",
+        "eval/dev/greedy_acc": "dev_greedy",
+        "time/tokens_per_s": "tok/s",
+        "time/step_s": "s/step",
+    }
+
+    def show(step: int, total: int, row: dict) -> None:
+        parts = [f"{short}={row[k]:.3g}" for k, short in keys.items() if isinstance(row.get(k), int | float)]
+        console.print(f"{label} {step}/{total} " + " ".join(parts), highlight=False)
+
+    return show
+
+
+@app.command()
+def demo(
+    quick: Annotated[bool, typer.Option("--quick", help="A 1-2 minute smoke version (what CI runs).")] = False,
+    out: Annotated[Path, typer.Option(help="Where the demo's runs go.")] = Path("runs/demo"),
+    seed: Annotated[int, typer.Option(help="Seed for every stage.")] = 0,
+) -> None:
+    """The whole loop on the embedded default: SFT base, GRPO, evaluation on test and holdout."""
+    from rich.table import Table
+
+    from rlvr.demo import run_demo
+
+    summary = run_demo(out, quick=quick, seed=seed)
+    table = Table(title="GRPO vs its SFT base (paired over the same problems)")
+    for col in ("split", "metric", "base", "GRPO", "change", "95% CI / p"):
+        table.add_column(col)
+    for split in ("test", "holdout"):
+        s = summary[split]
+        p = s["pass@1"]
+        table.add_row(
+            split,
+            "sampled pass@1",
+            f"{p['a']:.3f}",
+            f"{p['b']:.3f}",
+            f"{p['diff']:+.3f}",
+            f"{p['ci'][0]:+.3f} to {p['ci'][1]:+.3f}",
+        )
+        if "greedy" in s:
+            g = s["greedy"]
+            table.add_row(
+                split, "greedy", f"{g['a']:.3f}", f"{g['b']:.3f}", f"{g['diff']:+.3f}", f"McNemar p={g['pvalue']:.2g}"
+            )
+    Console().print(table)
+    console.print(f"summary: {out / 'summary.json'}")
+
+
+@app.command()
+def sft(
+    config: ConfigOpt = None,
+    preset: Annotated[str | None, typer.Option(help="Named recipe, e.g. arith-base (the demo's base).")] = None,
+    model: Annotated[str | None, typer.Option(help="'tiny' or a local HF model folder.")] = None,
+    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
+    lr: Annotated[float | None, typer.Option(help="Peak learning rate.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for data order and init.")] = None,
+    out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+) -> None:
+    """Supervised fine-tuning on gold solutions (the warm start GRPO begins from)."""
+    from rlvr.config import load_config
+    from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
+
+    if preset is not None and preset not in SFT_PRESETS:
+        fail(f"unknown preset {preset!r}; known: {', '.join(SFT_PRESETS)}")
+    overrides = {"model": model, "task": task, "steps": steps, "lr": lr, "seed": seed, "out": out}
+    cfg = load_config(SFTConfig, config, overrides, base=dict(SFT_PRESETS.get(preset or "", {})))
+    path = run_sft(cfg, progress=_progress("sft"))
+    console.print(f"model: {path / 'model'}")
+
+
+@app.command()
+def train(
+    config: ConfigOpt = None,
+    preset: Annotated[str | None, typer.Option(help="Named recipe: demo, correctness-only, format-only.")] = None,
+    model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
+    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    objective: Annotated[str | None, typer.Option(help="grpo, dr_grpo or dapo.")] = None,
+    steps: Annotated[int | None, typer.Option(help="GRPO steps.")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
+    beta: Annotated[float | None, typer.Option(help="KL coefficient (overrides the objective preset).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
+    out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder from its last checkpoint.")] = None,
+) -> None:
+    """GRPO training with verifiable rewards."""
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    if resume is not None:
+        if not (resume / "config.yaml").is_file():
+            fail(f"{resume}: not a run folder (no config.yaml)")
+        cfg = load_config(TrainConfig, resume / "config.yaml", {"out": str(resume)})
+    else:
+        if preset is not None and preset not in TRAIN_PRESETS:
+            fail(f"unknown preset {preset!r}; known: {', '.join(TRAIN_PRESETS)}")
+        overrides = {
+            "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
+            "out": out, "objective_overrides.beta": beta,
+        }  # fmt: skip
+        cfg = load_config(TrainConfig, config, overrides, base=dict(TRAIN_PRESETS.get(preset or "", {})))
+    try:
+        trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"))
+    except (FileNotFoundError, ValueError) as e:
+        fail(str(e))
+    path = trainer.train()
+    console.print(f"run: {path}")
+
+
+@app.command("eval")
+def eval_(
+    config: ConfigOpt = None,
+    model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
+    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    split: Annotated[str | None, typer.Option(help="test, dev or holdout.")] = None,
+    n_problems: Annotated[int | None, typer.Option("--n-problems", help="Problems to evaluate.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Samples per problem.")] = None,
+    ks: Annotated[str | None, typer.Option(help="Comma-separated k for pass@k and maj@k, e.g. 1,4,8.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
+    out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+) -> None:
+    """Evaluate a model: pass@1, pass@k, maj@k and greedy accuracy with token budgets and CIs."""
+    from rlvr.config import load_config
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+    from rlvr.models.load import ModelLoadError
+    from rlvr.tasks import DataError
+
+    try:
+        k_list = [int(k) for k in ks.split(",")] if ks else None
+    except ValueError:
+        fail(f"--ks: expected comma-separated integers, got {ks!r}")
+    overrides = {
+        "model": model, "task": task, "split": split, "n_problems": n_problems, "n_samples": n, "ks": k_list,
+        "temperature": temperature, "seed": seed, "out": out,
+    }  # fmt: skip
+    cfg = load_config(EvalConfig, config, overrides)
+    try:
+        path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"))
+    except (ModelLoadError, DataError) as e:
+        fail(str(e))
+    _print_eval(path)
+
+
+def _print_eval(path: Path) -> None:
+    from rich.table import Table
+
+    result = json.loads((path / "eval.json").read_text())
+    table = Table(title=f"{result['task']}/{result['split']}: {result['n_problems']} problems x {result['n_samples']}")
+    for col in ("metric", "value", "95% CI", "tokens/problem"):
+        table.add_column(col)
+    for name, m in result["metrics"].items():
+        table.add_row(name, f"{m['value']:.3f}", f"{m['ci'][0]:.3f}-{m['ci'][1]:.3f}", f"{m['tokens_per_problem']:.1f}")
+    Console().print(table)
+    console.print(f"eval: {path / 'eval.json'}")
+
+
+@app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="JSONL with `completion` and `gold` (or GSM8K-style `answer`).")],
+    out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
+) -> None:
+    """Verify completions: each line comes back with `correct`, `parsed` and `reason` added."""
+    from rlvr.rewards._columns import gold_answer
+    from rlvr.verify import verify_answer
+
+    rows = []
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        fail(f"{file}: cannot read: {e.strerror}")
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            fail(f"{file}:{i}: invalid JSON: {e.msg}")
+        if not isinstance(row, dict) or not isinstance(row.get("completion"), str):
+            fail(f"{file}:{i}: field 'completion': missing or not a string")
+        gold = row.get("gold", row.get("answer"))
+        if not isinstance(gold, str | int | float) or isinstance(gold, bool):
+            fail(f"{file}:{i}: field 'gold': missing (give 'gold' or a GSM8K-style 'answer')")
+        v = verify_answer(row["completion"], gold_answer(gold))
+        rows.append({**row, "correct": v.correct, "parsed": v.parsed, "reason": v.reason})
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        n_ok = sum(r["correct"] for r in rows)
+        console.print(f"{len(rows)} lines, {n_ok} correct -> {out}")
+
+
+def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
+    try:
+        app()
+    except ConfigError as e:
+        console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)

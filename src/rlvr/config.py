@@ -1,0 +1,139 @@
+"""Typed configs: one pydantic model per command, loaded from YAML, overridden by CLI flags.
+
+Every command calls `load_config(Model, path, overrides)`. A bad key or value raises `ConfigError`
+whose one-line message names the file, the line (when the value came from YAML) and the field, so
+the CLI can exit 2 with that line. The resolved config is written into the run folder as
+`config.yaml` by `dump_config`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+__all__ = ["ConfigError", "StrictModel", "load_config", "dump_config", "load_yaml_mapping"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A config problem, with a one-line message naming file, line and field."""
+
+
+class StrictModel(BaseModel):
+    """Base for command configs: unknown keys are errors, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _key_lines(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """Map each dotted key path of a YAML mapping to its 1-based line."""
+    out: dict[tuple[str, ...], int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            path = (*prefix, str(key_node.value))
+            out[path] = key_node.start_mark.line + 1
+            out.update(_key_lines(value_node, path))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            path = (*prefix, str(i))
+            out[path] = item.start_mark.line + 1
+            out.update(_key_lines(item, path))
+    return out
+
+
+def load_yaml_mapping(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """Read a YAML mapping and the line of every key; raise ConfigError naming the file otherwise."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the config must be a mapping of field: value")
+    return data, _key_lines(node) if node is not None else {}
+
+
+def load_config(
+    model: type[M],
+    path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    base: dict[str, Any] | None = None,
+) -> M:
+    """Build `model` from `base` values, then the YAML file at `path`, then `overrides` (CLI flags).
+
+    `None` values in `overrides` mean "flag not given" and are ignored. Dotted override keys
+    (`"sampling.temperature"`) set nested fields.
+
+    >>> class C(StrictModel):
+    ...     lr: float = 1e-3
+    ...     steps: int = 10
+    >>> load_config(C, None, {"lr": 0.5, "steps": None})
+    C(lr=0.5, steps=10)
+    >>> load_config(C, None, {"steps": "many"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rlvr.config.ConfigError: <flags>: field 'steps': Input should be a valid integer...
+    """
+    data: dict[str, Any] = dict(base or {})
+    lines: dict[tuple[str, ...], int] = {}
+    source = "<flags>"
+    if path is not None:
+        path = Path(path)
+        file_data, lines = load_yaml_mapping(path)
+        _deep_update(data, file_data)
+        source = str(path)
+    flag_keys: set[tuple[str, ...]] = set()
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        parts = tuple(key.split("."))
+        flag_keys.add(parts)
+        _deep_update(data, _nest(parts, value))
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(str(p) for p in err["loc"])
+        field = ".".join(loc) or "<root>"
+        if loc in flag_keys or path is None:
+            where = "<flags>"
+        else:
+            line = next((lines[loc[:i]] for i in range(len(loc), 0, -1) if loc[:i] in lines), None)
+            where = f"{source}:{line}" if line else source
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        raise ConfigError(f"{where}: field '{field}': {msg}") from None
+
+
+def _nest(parts: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for part in reversed(parts):
+        out = {part: out}
+    return out
+
+
+def _deep_update(dst: dict[str, Any], src: dict[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _deep_update(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def dump_config(cfg: BaseModel, path: Path) -> None:
+    """Write the resolved config as YAML (what `--config` reads back)."""
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))

@@ -1,0 +1,185 @@
+"""`rlvr eval`: sample n completions per problem, verify them, and report pass@1, unbiased pass@k,
+maj@k and greedy accuracy, each with its token budget and a bootstrap CI over problems.
+
+Writes to the run folder: `eval.json` (every metric with n, k, budget and CI, the per-problem
+results that paired comparisons need, a per-difficulty breakdown and reasoning-fidelity metrics),
+`samples.jsonl` (every completion with verdict, parsed answer and tokens), `config.yaml`,
+`manifest.json`. The schema is in docs/outputs.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import Field, field_validator
+
+from rlvr.config import StrictModel
+from rlvr.evaluate.fidelity import fidelity_metrics
+from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
+from rlvr.evaluate.runner import Scored, sample_and_score
+from rlvr.evaluate.stats import bootstrap_ci
+from rlvr.models.load import load_model, load_tokenizer
+from rlvr.runlog import RunDir
+from rlvr.tasks import Problem, load_task, problems_hash
+
+__all__ = ["EvalConfig", "run_eval", "resolve_model_path"]
+
+
+def resolve_model_path(spec: str | Path) -> Path:
+    """A model folder, or a run folder whose `model/` holds one."""
+    p = Path(spec)
+    return p / "model" if (p / "model" / "config.json").is_file() else p
+
+
+class EvalConfig(StrictModel):
+    """`rlvr eval` settings. `model` is a local HF model folder or a run folder holding `model/`."""
+
+    model: str
+    task: str = "arith"
+    preset: str = "easy"
+    split: Literal["test", "dev", "holdout"] = "test"
+    seed: int = 0
+    n_problems: int = Field(500, ge=1)
+    n_samples: int = Field(8, ge=1)
+    ks: list[int] = [1, 2, 4, 8]
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(64, ge=1)
+    greedy: bool = True
+    ci_resamples: int = Field(2000, ge=100)
+    threads: int | None = 2
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    out: str = "runs/eval"
+
+    @field_validator("ks")
+    @classmethod
+    def _ks_positive(cls, v: list[int]) -> list[int]:
+        if not v or any(k < 1 for k in v):
+            raise ValueError("ks must be a non-empty list of positive integers")
+        return sorted(set(v))
+
+
+def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) -> dict[str, Any]:
+    low, high = bootstrap_ci(values, seed=cfg.seed, n_resamples=cfg.ci_resamples)
+    return {"value": float(values.mean()), "ci": [low, high], "k": k, "n": n, "tokens_per_problem": tokens}
+
+
+def summarize_scores(
+    problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig
+) -> dict[str, Any]:
+    """Every metric, with CI and budget, plus per-problem results and the difficulty breakdown."""
+    n = sampled.correct.shape[1]
+    c = sampled.correct.sum(1)
+    tok_per_sample = float(sampled.tokens.mean())
+    metrics: dict[str, Any] = {}
+    ks = [k for k in cfg.ks if k <= n]
+    majs = np.array([maj_at_ks(sampled.parsed[i], p.answer, ks, seed=cfg.seed) for i, p in enumerate(problems)])
+    for j, k in enumerate(ks):
+        metrics[f"pass@{k}"] = _metric(pass_at_k_array(n, c, k), k, n, k * tok_per_sample, cfg)
+        if k > 1:
+            metrics[f"maj@{k}"] = _metric(majs[:, j], k, n, k * tok_per_sample, cfg)
+    if greedy is not None:
+        metrics["greedy"] = _metric(greedy.correct[:, 0].astype(float), 1, 1, float(greedy.tokens.mean()), cfg)
+    per_problem = [
+        {
+            "id": p.id,
+            "n_steps": p.n_steps,
+            "correct": int(c[i]),
+            "n": n,
+            "tokens": float(sampled.tokens[i].mean()),
+            **({"greedy": bool(greedy.correct[i, 0])} if greedy is not None else {}),
+        }
+        for i, p in enumerate(problems)
+    ]
+    by_diff: dict[str, Any] = {}
+    steps = np.array([p.n_steps for p in problems])
+    for s in sorted(set(steps.tolist())):
+        m = steps == s
+        by_diff[str(s)] = {"n_problems": int(m.sum()), "pass@1": float(sampled.correct[m].mean())}
+        if greedy is not None:
+            by_diff[str(s)]["greedy"] = float(greedy.correct[m, 0].mean())
+    return {"metrics": metrics, "by_difficulty": by_diff, "per_problem": per_problem}
+
+
+def _sample_rows(problems: list[Problem], scored: Scored, temperature: float) -> list[dict[str, Any]]:
+    rows = []
+    for i, p in enumerate(problems):
+        for j, text in enumerate(scored.texts[i]):
+            rows.append(
+                {
+                    "problem_id": p.id,
+                    "question": p.question,
+                    "gold": p.answer,
+                    "gold_solution": p.solution,
+                    "gold_steps": [[s.expr, s.result] for s in p.steps],
+                    "n_steps": p.n_steps,
+                    "sample": j,
+                    "temperature": temperature,
+                    "completion": text,
+                    "parsed": scored.parsed[i][j],
+                    "correct": bool(scored.correct[i, j]),
+                    "reason": scored.reasons[i][j],
+                    "tokens": int(scored.tokens[i, j]),
+                    "truncated": bool(scored.truncated[i, j]),
+                }
+            )
+    return rows
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
+    """Evaluate and write the run folder; returns its path. Pass `model`/`tok` to skip loading."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    run = RunDir(cfg.out, cfg, command="eval")
+    path = resolve_model_path(cfg.model)
+    if model is None:
+        tok, model = load_tokenizer(path), load_model(path, dtype=cfg.dtype, device=cfg.device)
+    # evaluation may read the private holdout; training and selection never can (HoldoutError)
+    problems = load_task(cfg.task, cfg.split, n=cfg.n_problems, seed=cfg.seed, preset=cfg.preset, allow_holdout=True)
+    data_hash = problems_hash(problems)
+    run.write_manifest(
+        seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}}
+    )
+    t0 = time.perf_counter()
+    kw = {"max_new_tokens": cfg.max_new_tokens, "seed": cfg.seed, "top_p": cfg.top_p}
+    greedy = sample_and_score(model, tok, problems, n=1, temperature=0.0, **kw) if cfg.greedy else None
+    if progress is not None:
+        progress("greedy done")
+    sampled = sample_and_score(model, tok, problems, n=cfg.n_samples, temperature=cfg.temperature, **kw)
+    gen_s = time.perf_counter() - t0
+    summary = summarize_scores(problems, sampled, greedy, cfg)
+    result = {
+        "model": str(path),
+        "task": cfg.task,
+        "preset": cfg.preset,
+        "split": cfg.split,
+        "data_hash": data_hash,
+        "n_problems": len(problems),
+        "n_samples": cfg.n_samples,
+        "temperature": cfg.temperature,
+        "top_p": cfg.top_p,
+        "max_new_tokens": cfg.max_new_tokens,
+        "truncated_frac": float(sampled.truncated.mean()),
+        "tokens_per_sample": float(sampled.tokens.mean()),
+        **summary,
+        "fidelity": fidelity_metrics(problems, sampled),
+        "seconds": gen_s,
+    }
+    run.write_json("eval.json", result)
+    _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, cfg.temperature))
+    if greedy is not None:
+        _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0))
+    run.write_manifest(finished=True, wall_s=time.time() - run.started)
+    return run.path

@@ -1,0 +1,63 @@
+"""Sample completions for problems and score them with the verifier: the core of `rlvr eval`, also
+used by the trainer's periodic evaluation and by reward-search screening."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlvr.models.sampling import sample
+from rlvr.tasks import Problem, format_prompt
+from rlvr.verify import verify_answer
+
+__all__ = ["Scored", "sample_and_score"]
+
+
+@dataclass
+class Scored:
+    """Per problem (P) and sample (n): correctness, parsed answers, token counts, texts."""
+
+    correct: np.ndarray  # (P, n) bool
+    tokens: np.ndarray  # (P, n) int, generated tokens including EOS
+    truncated: np.ndarray  # (P, n) bool
+    parsed: list[list[str | None]]
+    reasons: list[list[str]]
+    texts: list[list[str]]
+
+
+def sample_and_score(
+    model,
+    tok,
+    problems: Sequence[Problem],
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    top_p: float = 1.0,
+    chunk_size: int = 128,
+) -> Scored:
+    """Sample `n` completions per problem (greedy when `temperature == 0`) and verify each."""
+    comp = sample(
+        model,
+        tok,
+        [format_prompt(p.question) for p in problems],
+        n=n,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        chunk_size=chunk_size,
+    )
+    verdicts = [verify_answer(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
+    shape = (len(problems), n)
+    return Scored(
+        correct=np.array([v.correct for v in verdicts], dtype=bool).reshape(shape),
+        tokens=np.array(comp.lengths, dtype=np.int64).reshape(shape),
+        truncated=np.array(comp.truncated, dtype=bool).reshape(shape),
+        parsed=[[v.parsed for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
+        reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
+        texts=[comp.texts[i * n : (i + 1) * n] for i in range(len(problems))],
+    )

@@ -1,0 +1,138 @@
+"""One GRPO rollout: sample G completions per prompt, score them, shape rewards, compute advantages.
+
+DAPO's dynamic sampling is a loop here: groups whose rewards all agree carry no gradient, so they
+are dropped and more prompts are sampled, at most `max_refill_rounds` times; whatever is still
+missing after that is filled with the dropped groups (advantage 0) so every step has P groups.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rlvr.grpo import objective as obj
+from rlvr.grpo.rewarding import RewardRunner
+from rlvr.models.sampling import encode_prompts, sample
+from rlvr.tasks import Problem, format_prompt
+
+__all__ = ["Rollout", "collect"]
+
+
+@dataclass
+class Rollout:
+    """P groups of G completions, prompt-major. Lists have P*G entries."""
+
+    problems: list[Problem]  # (P,)
+    prompt_tokens: list[list[int]]  # (P*G,) prompt ids of each completion's prompt
+    tokens: list[list[int]]
+    texts: list[str]
+    truncated: list[bool]
+    rewards: dict[str, list[float | None]]
+    total: torch.Tensor  # (P*G,) shaped total reward, NaN where unscorable
+    advantages: torch.Tensor  # (P*G,)
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+def _columns(problems: list[Problem], g: int) -> dict[str, list[Any]]:
+    """Dataset columns in TRL's convention, repeated for each of the G completions."""
+    rep = [p for p in problems for _ in range(g)]
+    return {
+        "prompts": [format_prompt(p.question) for p in rep],
+        "answer": [p.answer for p in rep],
+        "steps": [p.steps for p in rep],
+        "question": [p.question for p in rep],
+        "problem_id": [p.id for p in rep],
+    }
+
+
+def _group_ok(total: torch.Tensor, g: int) -> torch.Tensor:
+    """(P,) True for groups with at least two scorable rewards that differ."""
+    r = total.view(-1, g)
+    valid = ~torch.isnan(r)
+    lo = torch.where(valid, r, math.inf).amin(1)
+    hi = torch.where(valid, r, -math.inf).amax(1)
+    return (valid.sum(1) >= 2) & (hi > lo)
+
+
+def collect(
+    model,
+    tok,
+    next_problems: Callable[[int], list[Problem]],
+    runner: RewardRunner,
+    cfg,
+    ocfg: obj.ObjectiveConfig,
+    advantage_fn,
+    gen: torch.Generator,
+) -> Rollout:
+    """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig."""
+    p_need, g = cfg.prompts_per_step, cfg.group_size
+    kept: list[dict[str, Any]] = []
+    spare: list[dict[str, Any]] = []
+    t_gen = t_rew = 0.0
+    sampled_groups = zero_groups = rounds = 0
+    errors = dict.fromkeys(runner.names, 0)
+    while len(kept) < p_need:
+        probs = next_problems(p_need - len(kept))
+        t0 = time.perf_counter()
+        comp = sample(
+            model, tok, [format_prompt(p.question) for p in probs], n=g,
+            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
+        )  # fmt: skip
+        t_gen += time.perf_counter() - t0
+        scored = runner.score(comp.texts, _columns(probs, g))
+        t_rew += scored.seconds
+        for name, count in scored.errors.items():
+            errors[name] += count
+        total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
+        if ocfg.overlong_buffer:
+            lengths = torch.tensor(comp.lengths, dtype=torch.float32)
+            total = total + obj.overlong_penalty(
+                lengths, cfg.max_new_tokens, ocfg.overlong_buffer, ocfg.overlong_penalty
+            )
+        ok = _group_ok(total, g)
+        sampled_groups += len(probs)
+        zero_groups += int((~ok).sum())
+        rounds += 1
+        last_round = not ocfg.dynamic_sampling or rounds > cfg.max_refill_rounds
+        for j, prob in enumerate(probs):
+            rows = range(j * g, (j + 1) * g)
+            group = {
+                "problem": prob,
+                "tokens": [comp.tokens[i] for i in rows],
+                "texts": [comp.texts[i] for i in rows],
+                "truncated": [comp.truncated[i] for i in rows],
+                "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
+                "total": total[j * g : (j + 1) * g],
+            }
+            (kept if (ok[j] or not ocfg.dynamic_sampling) else spare).append(group)
+        if last_round:
+            kept += spare[: p_need - len(kept)]
+            break
+    kept = kept[:p_need]
+    total = torch.cat([k["total"] for k in kept])
+    adv = advantage_fn(total, g)
+    problems = [k["problem"] for k in kept]
+    encoded = encode_prompts(tok, [format_prompt(p.question) for p in problems])
+    return Rollout(
+        problems=problems,
+        prompt_tokens=[encoded[j] for j in range(len(kept)) for _ in range(g)],
+        tokens=[t for k in kept for t in k["tokens"]],
+        texts=[t for k in kept for t in k["texts"]],
+        truncated=[t for k in kept for t in k["truncated"]],
+        rewards={name: [v for k in kept for v in k["rewards"][name]] for name in runner.names},
+        total=total,
+        advantages=adv.values,
+        stats={
+            "time/generate_s": t_gen,
+            "time/reward_s": t_rew,
+            "train/zero_std_frac": zero_groups / max(1, sampled_groups),
+            "train/zero_std_groups_kept": float(adv.zero_std.sum()),
+            "train/sampling_rounds": float(rounds),
+            **{f"reward/{name}/errors": float(count) for name, count in errors.items()},
+        },
+    )

@@ -1,0 +1,342 @@
+"""The GRPO trainer: `rlvr train --config run.yaml`.
+
+Per step: sample G completions for each of P prompts, score them with the configured rewards,
+compute group advantages, then `num_iterations` clipped policy-gradient updates (plus `beta * KL` to
+a frozen reference when `beta > 0`). Every variant's math lives in `objective.py` and is resolved
+once in `__init__`; this file is plumbing: data order, micro-batching, metrics, checkpoints, resume.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlvr.evaluate.evaluation import resolve_model_path
+from rlvr.evaluate.metrics import pass_at_k
+from rlvr.evaluate.runner import sample_and_score
+from rlvr.grpo import objective as obj
+from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.rewarding import RewardRunner
+from rlvr.grpo.rollout import Rollout, collect
+from rlvr.models.batching import completion_logits, pack
+from rlvr.models.load import load_model, load_tokenizer
+from rlvr.runlog import RunDir, read_jsonl
+from rlvr.tasks import Problem, load_task, problems_hash
+from rlvr.verify import verify_answer
+
+__all__ = ["GRPOTrainer"]
+
+
+class GRPOTrainer:
+    def __init__(self, cfg: TrainConfig, *, resume: bool = False, progress=None) -> None:
+        self.cfg, self.ocfg, self.progress = cfg, cfg.resolved_objective(), progress
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        torch.manual_seed(cfg.seed)
+        self.run = RunDir(cfg.out, cfg, command="train", resume=resume)
+        self.model_path = resolve_model_path(cfg.model)
+        self.tok = load_tokenizer(self.model_path)
+        self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=cfg.device))
+        self.ref = self._build_reference() if self.ocfg.beta > 0 else None
+        # variants resolved once: the loop below calls plain functions
+        self.advantage_fn = functools.partial(obj.resolve_advantage(self.ocfg.advantage_scale), eps=1e-4)
+        self.aggregate = obj.resolve_aggregation(self.ocfg.aggregation)
+        self.kl_fn = obj.resolve_kl(self.ocfg.kl_estimator)
+        self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+        self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
+        self.runner = RewardRunner(cfg.rewards, cfg.reward_timeout_s)
+        self.opt, self.sched = self._build_optimizer()
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.step, self.cursor = 0, 0
+        self.run.write_manifest(
+            seeds={"train": cfg.seed, "sampling": cfg.seed, "data_order": cfg.seed},
+            data={
+                "train": {"task": cfg.task, "n": len(self.problems), "hash": problems_hash(self.problems)},
+                "dev": {"task": cfg.task, "n": len(self.dev), "hash": problems_hash(self.dev)},
+            },
+            model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
+            objective=self.ocfg.__dict__,
+        )
+        if resume:
+            self._load_latest()
+
+    # ------------------------------------------------------------------ setup
+    def _build_policy(self, model):
+        if self.cfg.lora is None:
+            return model.train()
+        from peft import LoraConfig, get_peft_model
+
+        lc = self.cfg.lora
+        peft_cfg = LoraConfig(
+            r=lc.r,
+            lora_alpha=lc.alpha,
+            lora_dropout=lc.dropout,
+            target_modules=lc.target_modules,
+            task_type="CAUSAL_LM",
+        )
+        return get_peft_model(model, peft_cfg).train()
+
+    def _build_reference(self):
+        if self.cfg.lora is not None:
+            return None  # the reference is the policy with its adapters disabled
+        ref = copy.deepcopy(self.model).eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        return ref
+
+    def _build_optimizer(self):
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        warm, total, cosine = self.cfg.warmup_steps, self.cfg.steps, self.cfg.lr_schedule == "cosine"
+
+        def factor(step: int) -> float:
+            if step < warm:
+                return (step + 1) / warm
+            if not cosine:
+                return 1.0
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warm) / max(1, total - warm))))
+
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+    # ------------------------------------------------------------------ data
+    def _next_problems(self, k: int) -> list[Problem]:
+        """The next k training problems of a seeded per-epoch shuffle; `cursor` is the position."""
+        n = len(self.problems)
+        out = []
+        for _ in range(k):
+            epoch, i = divmod(self.cursor, n)
+            order = self._epoch_order(epoch)
+            out.append(self.problems[order[i]])
+            self.cursor += 1
+        return out
+
+    @functools.lru_cache(maxsize=2)  # noqa: B019 - two epochs at most are live; the trainer lives as long
+    def _epoch_order(self, epoch: int) -> list[int]:
+        return random.Random(self.cfg.seed * 1_000_003 + epoch).sample(range(len(self.problems)), len(self.problems))
+
+    # ------------------------------------------------------------------ update
+    def _ref_logp(self, batch) -> torch.Tensor:
+        with torch.no_grad():
+            if self.ref is not None:
+                logits = completion_logits(self.ref, batch)
+            else:
+                with self.model.disable_adapter():
+                    logits = completion_logits(self.model, batch)
+            return obj.token_logprobs(logits.float(), batch.targets)
+
+    def _micro_batches(self, ro: Rollout) -> list[tuple[torch.Tensor, Any]]:
+        """Sequences sorted by length and cut into micro-batches, so little compute goes to padding."""
+        lengths = [len(p) + len(t) for p, t in zip(ro.prompt_tokens, ro.tokens, strict=True)]
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        out = []
+        for s in range(0, len(order), self.cfg.micro_batch_size):
+            idx = order[s : s + self.cfg.micro_batch_size]
+            batch = pack([ro.prompt_tokens[i] for i in idx], [ro.tokens[i] for i in idx], self.tok.pad_token_id)
+            if self.ocfg.mask_truncated:
+                keep = torch.tensor([not ro.truncated[i] for i in idx], dtype=batch.mask.dtype)
+                batch.mask = batch.mask * keep[:, None]
+            out.append((torch.tensor(idx), batch.to(self.cfg.device)))
+        return out
+
+    def update(self, ro: Rollout) -> dict[str, float]:
+        """`num_iterations` optimiser steps on one rollout; returns loss statistics."""
+        mbs = self._micro_batches(ro)
+        n_tok = sum(b.mask.sum() for _, b in mbs)
+        n_seq = sum((b.mask.sum(1) > 0).sum() for _, b in mbs)
+        norm = {"max_len": self.cfg.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        adv = ro.advantages.to(self.cfg.device)
+        ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
+        old: list[torch.Tensor | None] = [None] * len(mbs)
+        if self.cfg.num_iterations > 1:
+            with torch.no_grad():
+                old = [obj.token_logprobs(completion_logits(self.model, b).float(), b.targets) for _, b in mbs]
+        acc: dict[str, float] = {}
+        for it in range(self.cfg.num_iterations):
+            self.opt.zero_grad(set_to_none=True)
+            for j, (idx, b) in enumerate(mbs):
+                logits = completion_logits(self.model, b).float()  # (mb, Lc, V)
+                logp = obj.token_logprobs(logits, b.targets)  # (mb, Lc)
+                old_j = old[j]
+                loss, st = obj.policy_loss(
+                    logp, logp.detach() if old_j is None else old_j, adv[idx], b.mask,
+                    eps_low=self.ocfg.eps_low, eps_high=self.ocfg.eps_high, aggregation=self.aggregate, **norm,
+                )  # fmt: skip
+                if ref is not None:
+                    kl = self.kl_fn(logp, ref[j])  # (mb, Lc)
+                    loss = loss + self.ocfg.beta * self.aggregate(kl, b.mask, **norm)
+                    st["kl"] = (kl.detach() * b.mask).sum() / b.mask.sum().clamp(min=1)
+                loss.backward()
+                share = float(b.mask.sum() / n_tok) if n_tok > 0 else 0.0
+                if it == 0:
+                    with torch.no_grad():
+                        ent = (obj.entropy_from_logits(logits) * b.mask).sum() / b.mask.sum().clamp(min=1)
+                    acc["entropy"] = acc.get("entropy", 0.0) + share * float(ent)
+                for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl"):
+                    if k in st:
+                        acc[k] = acc.get(k, 0.0) + share * float(st[k]) / self.cfg.num_iterations
+                acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
+                acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
+                acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
+            self.opt.step()
+        self.sched.step()
+        acc["lr"] = self.sched.get_last_lr()[0]
+        return acc
+
+    # ------------------------------------------------------------------ metrics
+    def _rollout_metrics(self, ro: Rollout) -> dict[str, float]:
+        correct = np.array([verify_answer(t, p.answer).correct for t, p in self._pairs(ro)], dtype=bool)
+        lengths = np.array([len(t) for t in ro.tokens], dtype=np.float64)
+        out: dict[str, float] = {
+            "train/accuracy": float(correct.mean()),
+            "train/completion_len/mean": float(lengths.mean()),
+            "train/completion_len/max": float(lengths.max()),
+            "train/completion_len/correct": float(lengths[correct].mean()) if correct.any() else math.nan,
+            "train/completion_len/incorrect": float(lengths[~correct].mean()) if (~correct).any() else math.nan,
+            "train/truncated_frac": float(np.mean(ro.truncated)),
+            "train/advantage_abs_mean": float(ro.advantages.abs().mean()),
+            "reward/total/mean": float(np.nanmean(ro.total.numpy())) if (~torch.isnan(ro.total)).any() else math.nan,
+        }
+        for name, vals in ro.rewards.items():
+            v = np.array([math.nan if x is None else x for x in vals], dtype=np.float64)
+            ok = ~np.isnan(v)
+            out[f"reward/{name}/mean"] = float(v[ok].mean()) if ok.any() else math.nan
+            out[f"reward/{name}/std"] = float(v[ok].std()) if ok.any() else math.nan
+            out[f"reward/{name}/none_frac"] = float((~ok).mean())
+        out.update({k: v for k, v in ro.stats.items() if not k.startswith("time/")})
+        return out
+
+    def _pairs(self, ro: Rollout):
+        g = self.cfg.group_size
+        return [(t, ro.problems[i // g]) for i, t in enumerate(ro.texts)]
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy accuracy and sampled pass@k on the dev split, logged apart from the reward."""
+        kw = {"max_new_tokens": self.cfg.max_new_tokens, "seed": self.cfg.seed + 7919 * self.step}
+        greedy = sample_and_score(self.model, self.tok, self.dev, n=1, temperature=0.0, **kw)
+        sampled = sample_and_score(
+            self.model, self.tok, self.dev, n=self.cfg.eval_samples, temperature=self.cfg.temperature, **kw
+        )
+        c = sampled.correct.sum(1)
+        n = self.cfg.eval_samples
+        out = {"eval/dev/greedy_acc": float(greedy.correct.mean()), "eval/dev/pass@1": float(sampled.correct.mean())}
+        out[f"eval/dev/pass@{n}"] = float(np.mean([pass_at_k(n, int(ci), n) for ci in c]))
+        out["eval/dev/completion_len"] = float(sampled.tokens.mean())
+        return out
+
+    def _write_samples(self, ro: Rollout) -> None:
+        g = self.cfg.group_size
+        with (self.run.path / "samples" / "train.jsonl").open("a") as fh:
+            for i, (text, prob) in enumerate(self._pairs(ro)):
+                row = {
+                    "step": self.step,
+                    "problem_id": prob.id,
+                    "group": i // g,
+                    "completion": text,
+                    "tokens": len(ro.tokens[i]),
+                    "truncated": ro.truncated[i],
+                    "rewards": {k: v[i] for k, v in ro.rewards.items()},
+                    "total": None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
+                    "advantage": float(ro.advantages[i]),
+                    "correct": verify_answer(text, prob.answer).correct,
+                }
+                fh.write(json.dumps(row) + "\n")
+
+    # ------------------------------------------------------------------ loop
+    def train_step(self) -> dict[str, float]:
+        t0 = time.perf_counter()
+        ro = collect(
+            self.model, self.tok, self._next_problems, self.runner, self.cfg, self.ocfg, self.advantage_fn, self.gen
+        )
+        t1 = time.perf_counter()
+        loss_stats = self.update(ro)
+        t2 = time.perf_counter()
+        self.step += 1
+        self._write_samples(ro)
+        gen_tokens = sum(len(t) for t in ro.tokens)
+        row: dict[str, float] = {"step": self.step, **self._rollout_metrics(ro)}
+        row.update({f"train/{k}": v for k, v in loss_stats.items()})
+        row.update(
+            {
+                "time/generate_s": ro.stats["time/generate_s"],
+                "time/reward_s": ro.stats["time/reward_s"],
+                "time/update_s": t2 - t1,
+                "time/step_s": t2 - t0,
+                "time/tokens_per_s": gen_tokens / (t2 - t0),
+            }
+        )
+        if self.cfg.eval_every and self.step % self.cfg.eval_every == 0:
+            row.update(self.evaluate())
+        return row
+
+    def train(self) -> Path:
+        while self.step < self.cfg.steps:
+            row = self.train_step()
+            self.run.log(row)
+            if self.progress is not None:
+                self.progress(self.step, self.cfg.steps, row)
+            if self.cfg.save_every and self.step % self.cfg.save_every == 0 and self.step < self.cfg.steps:
+                self.save_checkpoint()
+        self.save_checkpoint()
+        self._save_final()
+        self.runner.close()
+        self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
+        return self.run.path
+
+    def _save_final(self) -> None:
+        model = self.model.merge_and_unload() if self.cfg.lora is not None else self.model
+        model.save_pretrained(self.run.path / "model")
+        self.tok.save_pretrained(self.run.path / "model")
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> Path:
+        ck = self.run.path / "checkpoints" / f"step-{self.step:06d}"
+        ck.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(ck)
+        self.tok.save_pretrained(ck)
+        state = {
+            "step": self.step,
+            "cursor": self.cursor,
+            "optimizer": self.opt.state_dict(),
+            "scheduler": self.sched.state_dict(),
+            "sampling_rng": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        torch.save(state, ck / "trainer_state.pt")
+        return ck
+
+    def _load_latest(self) -> None:
+        cks = sorted((self.run.path / "checkpoints").glob("step-*/trainer_state.pt"))
+        if not cks:
+            raise FileNotFoundError(f"{self.run.path}: no checkpoint to resume from (checkpoints/step-*/)")
+        ck = cks[-1].parent
+        if self.cfg.lora is None:
+            self.model = load_model(ck, dtype=self.cfg.dtype, device=self.cfg.device).train()
+        else:
+            from peft import PeftModel
+
+            base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.cfg.device)
+            self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
+        self.opt, self.sched = self._build_optimizer()
+        state = torch.load(ck / "trainer_state.pt", weights_only=False)
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        self.gen.set_state(state["sampling_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step, self.cursor = state["step"], state["cursor"]
+        rows = [r for r in read_jsonl(self.run.path / "metrics.jsonl") if r.get("step", 0) <= self.step]
+        (self.run.path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        samples = self.run.path / "samples" / "train.jsonl"
+        if samples.exists():
+            kept = [r for r in read_jsonl(samples) if r["step"] <= self.step]
+            samples.write_text("".join(json.dumps(r) + "\n" for r in kept))

@@ -1,0 +1,182 @@
+"""Batched, KV-cached temperature sampling for causal LMs.
+
+One lean decoding loop shared by GRPO rollouts, evaluation and search. It samples from the
+temperature-scaled distribution with optional top-p (no hidden top-k: Hugging Face `generate`
+defaults to `top_k=50`, which is not the distribution the GRPO math assumes), feeds position ids
+computed from the attention mask so left-padded prompts get the same positions as in the update
+forward, drops sequences that have finished from the batch, and works in chunks so that one call
+over thousands of sequences does not crawl.
+
+A run is reproducible from its `seed` alone, and the draws do not depend on the chunk size or on
+which sequences have finished: the token of sequence `i` at step `t` is drawn by inverse-CDF
+sampling from a uniform that depends only on `(seed, t, i)`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Completions", "sample", "encode_prompts"]
+
+
+@dataclass
+class Completions:
+    """Sampled completions, in prompt-major order (prompt 0's n samples first).
+
+    `tokens[i]` are completion token ids without padding, ending with EOS unless `truncated[i]`.
+    """
+
+    prompt_index: list[int]
+    tokens: list[list[int]]
+    texts: list[str]
+    truncated: list[bool]
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(t) for t in self.tokens]
+
+
+def encode_prompts(tokenizer, prompts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each prompt, without special tokens added."""
+    return [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+
+
+def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+        mask[i, width - len(s) :] = 1
+    return ids, mask  # (B, Lp), (B, Lp)
+
+
+def _draw(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor) -> torch.Tensor:
+    """One token per row from softmax(logits / T) restricted to the top-p nucleus, by inverse CDF
+    with uniforms `u`. (B, V), (B,) -> (B,)."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)  # (B, V)
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        outside = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set reaching top_p
+        sorted_p = sorted_p.masked_fill(outside, 0.0)
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
+    cdf = probs.cumsum(-1)  # (B, V)
+    target = (u.to(cdf.device) * cdf[:, -1]).unsqueeze(-1)  # (B, 1)
+    idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)  # (B,)
+    return idx.clamp(max=probs.shape[-1] - 1)
+
+
+def _uniforms(base: int, step: int, rows: torch.Tensor, total: int) -> torch.Tensor:
+    """U(0, 1) for the given global rows at a decoding step, independent of batching. (b,)"""
+    g = torch.Generator().manual_seed((base * 1_000_003 + step) % (2**63))
+    return torch.rand(total, generator=g)[rows]
+
+
+def _cache_kw(model) -> str:
+    """transformers >= 5.x names the KV cache argument `cache`; earlier versions `past_key_values`."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _cache_of(out):
+    return out.cache if "cache" in out else out.past_key_values
+
+
+@torch.no_grad()
+def _sample_chunk(model, prompt_ids, rows, *, max_new_tokens, temperature, top_p, eos_id, pad_id, base, total):
+    device = next(model.parameters()).device
+    ids, mask = _left_pad(prompt_ids, pad_id)
+    ids, mask = ids.to(device), mask.to(device)
+    b = ids.shape[0]
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, Lp)
+    cache_kw = _cache_kw(model)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
+    cache, logits = _cache_of(out), out.logits[:, -1]  # (B, V)
+    alive = torch.arange(b, device=device)  # rows of the original batch still generating
+    next_pos = pos[:, -1] + 1  # (B,)
+    result: list[list[int]] = [[] for _ in range(b)]
+    truncated = [True] * b
+    for step in range(max_new_tokens):
+        u = _uniforms(base, step, rows[alive.cpu()], total) if temperature > 0 else rows
+        tok = _draw(logits, temperature, top_p, u)  # (b_alive,)
+        done = tok == eos_id
+        for row, t in zip(alive.tolist(), tok.tolist(), strict=True):
+            result[row].append(t)
+        if step == max_new_tokens - 1:
+            for row in alive[done].tolist():
+                truncated[row] = False
+            break
+        if done.any():
+            for row in alive[done].tolist():
+                truncated[row] = False
+            keep = (~done).nonzero().squeeze(-1)
+            if keep.numel() == 0:
+                break
+            alive, tok, next_pos, mask = alive[keep], tok[keep], next_pos[keep], mask[keep]
+            cache.batch_select_indices(keep)
+        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+        out = model(
+            input_ids=tok[:, None],
+            attention_mask=mask,
+            position_ids=next_pos[:, None],
+            use_cache=True,
+            **{cache_kw: cache},
+        )
+        cache, logits = _cache_of(out), out.logits[:, -1]
+        next_pos = next_pos + 1
+    return result, truncated
+
+
+def sample(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    n: int = 1,
+    *,
+    max_new_tokens: int = 64,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    chunk_size: int = 128,
+    generator: torch.Generator | None = None,
+) -> Completions:
+    """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
+
+    Pass a `generator` to continue one random stream across calls (the trainer does, so a resumed
+    run draws the same samples); otherwise a fresh one is seeded with `seed`.
+    """
+    gen = generator if generator is not None else torch.Generator().manual_seed(seed)
+    base = int(torch.randint(0, 2**62, (1,), generator=gen))
+    encoded = encode_prompts(tokenizer, prompts)
+    order = [i for i in range(len(prompts)) for _ in range(n)]
+    eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    was_training = model.training
+    model.eval()
+    tokens: list[list[int]] = []
+    truncated: list[bool] = []
+    try:
+        for start in range(0, len(order), chunk_size):
+            rows = order[start : start + chunk_size]
+            toks, trunc = _sample_chunk(
+                model,
+                [encoded[i] for i in rows],
+                torch.arange(start, start + len(rows)),
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                eos_id=eos_id,
+                pad_id=pad_id,
+                base=base,
+                total=len(order),
+            )
+            tokens += toks
+            truncated += trunc
+    finally:
+        model.train(was_training)
+    texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+    return Completions(prompt_index=order, tokens=tokens, texts=texts, truncated=truncated)

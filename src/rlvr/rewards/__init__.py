@@ -1,0 +1,29 @@
+"""Rewards in TRL's calling convention: `f(completions, **columns) -> list[float | None]`.
+
+Hand any of them to `trl.GRPOTrainer(reward_funcs=[...])` unchanged. `None` means "not scorable":
+the trainer leaves it out of the group statistics rather than counting it as 0. Formulas and ranges
+are in each function's docstring and in docs/rewards.md.
+"""
+
+from rlvr.rewards.combine import REGISTRY, RewardSpec, build_reward, combine
+from rlvr.rewards.format import format_approx, format_exact, format_gsm8k, make_format_approx, make_format_exact
+from rlvr.rewards.outcome import outcome
+from rlvr.rewards.process import hybrid, make_hybrid, make_process, process, process_score
+
+__all__ = [
+    "REGISTRY",
+    "RewardSpec",
+    "build_reward",
+    "combine",
+    "format_approx",
+    "format_exact",
+    "format_gsm8k",
+    "hybrid",
+    "make_format_approx",
+    "make_format_exact",
+    "make_hybrid",
+    "make_process",
+    "outcome",
+    "process",
+    "process_score",
+]

@@ -1,0 +1,76 @@
+"""Weighted sums of rewards, and the registry that lets configs name rewards.
+
+rewards:
+  - {name: outcome, weight: 1.0}
+  - {name: process, weight: 0.5, params: {overlong_penalty: 0.25}}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlvr.rewards.format import format_gsm8k, make_format_approx, make_format_exact
+from rlvr.rewards.outcome import outcome
+from rlvr.rewards.process import make_hybrid, make_process
+
+__all__ = ["RewardSpec", "REGISTRY", "build_reward", "combine", "RewardFn"]
+
+RewardFn = Callable[..., list[float | None]]
+
+
+class RewardSpec(BaseModel):
+    """One reward in a config: a registry name, its weight in the sum, and its parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    weight: float = 1.0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+def _tags(params: dict[str, Any]) -> tuple[str, str]:
+    return tuple(params.get("tags", ("thinking", "solution")))  # type: ignore[return-value]
+
+
+# name -> factory(params) -> reward function. Factories, so each config gets its own parameters.
+REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
+    "outcome": lambda p: outcome,
+    "format_exact": lambda p: make_format_exact(_tags(p)),
+    "format_approx": lambda p: make_format_approx(_tags(p)),
+    "format_gsm8k": lambda p: format_gsm8k,
+    "process": lambda p: make_process(**p),
+    "hybrid": lambda p: make_hybrid(**p),
+}
+
+
+def build_reward(spec: RewardSpec) -> RewardFn:
+    """The reward function a spec names; an unknown name raises KeyError listing the known ones."""
+    if spec.name not in REGISTRY:
+        raise KeyError(f"unknown reward {spec.name!r}; known: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[spec.name](dict(spec.params))
+
+
+def combine(parts: Sequence[tuple[RewardFn, float]]) -> RewardFn:
+    """Weighted sum `sum_j w_j * f_j`. An item is unscorable (`None`) when any part is, so a
+    missing term never turns into a silent 0.
+
+    >>> from rlvr.rewards import outcome, format_gsm8k
+    >>> f = combine([(outcome, 1.0), (format_gsm8k, 0.1)])
+    >>> f(["#### 5", "five"], answer=["5", "5"])
+    [1.1, 1.0]
+    """
+
+    def combined(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        columns = [f(completions, **kwargs) for f, _ in parts]
+        out: list[float | None] = []
+        for values in zip(*columns, strict=True):
+            if any(v is None or not math.isfinite(v) for v in values):
+                out.append(None)
+            else:
+                out.append(sum(w * v for v, (_, w) in zip(values, parts, strict=True)))  # type: ignore[operator]
+        return out
+
+    return combined

@@ -1,0 +1,139 @@
+"""Run folders: every command writes one (DESIGN.md, "Runs").
+
+    config.yaml     the resolved config (what `--config` reads back to reproduce the run)
+    manifest.json   command, seeds, data hashes, package versions, git commit, host facts
+    metrics.jsonl   one JSON object per step, namespaced keys (docs/metrics.md)
+    samples/        completions with rewards and verdicts
+    checkpoints/    model, tokenizer and trainer state
+
+The audit and the report read only these files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from rlvr.config import dump_config
+
+__all__ = ["RunDir", "package_versions", "git_commit", "read_jsonl"]
+
+_PACKAGES = ("rlvr", "torch", "transformers", "tokenizers", "numpy", "scipy", "pydantic", "peft", "trl")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that decide a run's numbers."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_commit() -> str | None:
+    """The commit of the rlvr source tree, with `-dirty` when it has uncommitted changes."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        res = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        sha = res.stdout.strip()
+        if res.returncode != 0 or not sha:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become null (strict JSON readers reject them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """All objects of a JSONL file; a bad line raises ValueError naming file and line."""
+    rows = []
+    with Path(path).open() as fh:
+        for i, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{i}: invalid JSON: {e.msg}") from None
+    return rows
+
+
+class RunDir:
+    """A run folder being written. Creating it writes `config.yaml` and `manifest.json`."""
+
+    def __init__(self, path: str | Path, config: BaseModel, *, command: str, resume: bool = False) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "samples").mkdir(exist_ok=True)
+        self.started = time.time()
+        dump_config(config, self.path / "config.yaml")
+        self.manifest: dict[str, Any] = {
+            "command": command,
+            "argv": sys.argv,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "git_commit": git_commit(),
+            "versions": package_versions(),
+            "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "seeds": {},
+            "data": {},
+        }
+        if resume and (self.path / "manifest.json").exists():
+            old = json.loads((self.path / "manifest.json").read_text())
+            self.manifest["seeds"] = old.get("seeds", {})
+            self.manifest["data"] = old.get("data", {})
+            self.manifest["resumed_from"] = old.get("created")
+        elif not resume:
+            (self.path / "metrics.jsonl").write_text("")
+        self.write_manifest()
+
+    def write_manifest(self, **updates: Any) -> None:
+        """Merge `updates` into the manifest and rewrite it atomically."""
+        self.manifest.update(updates)
+        tmp = self.path / "manifest.json.tmp"
+        tmp.write_text(json.dumps(_clean(self.manifest), indent=2))
+        tmp.replace(self.path / "manifest.json")
+
+    def log(self, metrics: dict[str, Any]) -> None:
+        """Append one step's metrics to metrics.jsonl (flushed, so a crash loses nothing logged)."""
+        with (self.path / "metrics.jsonl").open("a") as fh:
+            fh.write(json.dumps(_clean(metrics)) + "\n")
+
+    def write_samples(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        """Write completions (one JSON object per line) to samples/<name>.jsonl."""
+        path = self.path / "samples" / f"{name}.jsonl"
+        with path.open("w") as fh:
+            for row in rows:
+                fh.write(json.dumps(_clean(row), ensure_ascii=False) + "\n")
+        return path
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        path = self.path / name
+        path.write_text(json.dumps(_clean(obj), indent=2))
+        return path

@@ -1,0 +1,93 @@
+"""GSM8K (Cobbe et al. 2021, MIT licence), vendored so that it loads offline.
+
+`load_gsm8k("test")` reads the copy shipped inside the package; `load_jsonl(path)` reads any local
+JSONL with `question` and `answer` fields in GSM8K's format; `load_hf(name)` goes through the
+optional `datasets` package. A malformed line is a `DataError` naming the file and line: nothing is
+silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from rlvr.tasks.problem import GoldFormatError, Problem, parse_gsm8k_solution
+
+__all__ = ["DataError", "load_gsm8k", "load_jsonl", "load_hf", "gsm8k_path"]
+
+
+class DataError(ValueError):
+    """Bad input data; the message names file, line and field."""
+
+
+def gsm8k_path(split: Literal["train", "test"]) -> Path:
+    """Path of the vendored GSM8K split inside the installed package."""
+    if split not in ("train", "test"):
+        raise DataError(f"gsm8k has splits 'train' and 'test', not {split!r}")
+    return Path(str(resources.files("rlvr.tasks") / "data" / "gsm8k" / f"{split}.jsonl"))
+
+
+def _problem(row: Any, where: str, pid: str, source: str) -> Problem:
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object")
+    for key in ("question", "answer"):
+        if not isinstance(row.get(key), str) or not row[key].strip():
+            raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
+    try:
+        answer, steps = parse_gsm8k_solution(row["answer"])
+    except GoldFormatError as e:
+        raise DataError(f"{where}: field 'answer': {e}") from None
+    return Problem(
+        id=str(row.get("id", pid)),
+        question=row["question"].strip(),
+        answer=answer,
+        steps=steps,
+        source=source,
+        solution=row["answer"].strip(),
+    )
+
+
+def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None = None) -> list[Problem]:
+    """Read GSM8K-format problems from a JSONL file (`question`, `answer` with a `#### N` line).
+
+    >>> probs = load_jsonl(gsm8k_path("test"), limit=2)
+    >>> probs[0].answer, probs[0].steps[0]
+    ('18', Step(expr='16-3-4', result='9'))
+    """
+    path = Path(path)
+    src = source or path.stem
+    out: list[Problem] = []
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as e:
+        raise DataError(f"{path}: cannot read: {e.strerror}") from None
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if limit is not None and len(out) >= limit:
+                break
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{where}: invalid JSON: {e.msg}") from None
+            out.append(_problem(row, where, f"{src}-{lineno - 1}", src))
+    return out
+
+
+def load_gsm8k(split: Literal["train", "test"] = "test", *, limit: int | None = None) -> list[Problem]:
+    """The vendored GSM8K split; ids are `gsm8k-<split>-<row>`."""
+    return load_jsonl(gsm8k_path(split), source=f"gsm8k-{split}", limit=limit)
+
+
+def load_hf(name: str, split: str = "test", *, config: str | None = "main") -> list[Problem]:
+    """Load a Hugging Face dataset in GSM8K format (needs the optional `datasets` package)."""
+    try:
+        import datasets  # type: ignore[import-not-found]
+    except ImportError:
+        raise DataError(f"loading {name!r} needs the 'datasets' package: pip install 'rlvr[datasets]'") from None
+    ds = datasets.load_dataset(name, config, split=split)
+    return [_problem(row, f"{name}[{split}]:{i}", f"{name}-{split}-{i}", name) for i, row in enumerate(ds)]

@@ -1,0 +1,68 @@
+"""The unit of data every part of rlvr shares: a problem with its gold answer and gold steps.
+
+`Problem` and `Step` are public contracts (see DESIGN.md): tasks produce them, verifiers, rewards,
+trainers, evaluation and audit consume them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Problem", "Step", "parse_gsm8k_solution", "GoldFormatError"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One calculator annotation `<<expr=result>>` of a GSM8K-style solution.
+
+    >>> Step("48/2", "24")
+    Step(expr='48/2', result='24')
+    """
+
+    expr: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A problem with its gold final answer and gold steps.
+
+    `answer` is the gold final answer (the text after `#### `); `solution` is the full worked
+    solution in GSM8K's format (used for SFT and shown to reviewers); `steps` are its calculator
+    annotations in order. `meta` holds task-specific facts (template, difficulty) as plain values.
+    """
+
+    id: str
+    question: str
+    answer: str
+    steps: list[Step]
+    source: str
+    solution: str = ""
+    meta: dict[str, str | int | float] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        """Number of gold steps (the difficulty axis used by evaluation breakdowns)."""
+        return len(self.steps)
+
+
+class GoldFormatError(ValueError):
+    """A GSM8K-format solution without a `#### answer` line."""
+
+
+_ANNOT = re.compile(r"<<([^<>=]*)=([^<>]*)>>")
+
+
+def parse_gsm8k_solution(solution: str) -> tuple[str, list[Step]]:
+    """Split a GSM8K solution into its final answer and its calculator-annotated steps.
+
+    >>> parse_gsm8k_solution("She has 3+4=<<3+4=7>>7 cats.\\n#### 7")
+    ('7', [Step(expr='3+4', result='7')])
+    """
+    head, sep, tail = solution.rpartition("####")
+    if not sep or not tail.strip():
+        raise GoldFormatError("no '#### <answer>' line")
+    answer = tail.strip().replace(",", "")
+    steps = [Step(m.group(1).strip(), m.group(2).strip()) for m in _ANNOT.finditer(head)]
+    return answer, steps

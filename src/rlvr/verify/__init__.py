@@ -1,0 +1,22 @@
+"""Verifiers: pure string functions that read completions and say why (no torch, no I/O, bounded time).
+
+`verify_answer` checks a final answer against a gold one; `extract_answer` is the same extractor for
+majority voting; `parse_steps`, `check_step` and `match_steps` read worked steps for process rewards.
+"""
+
+from rlvr.verify.answer import Verdict, extract_answer, parse_number, verify_answer
+from rlvr.verify.numbers import format_number
+from rlvr.verify.steps import ParsedStep, check_step, evaluate_expr, match_steps, parse_steps
+
+__all__ = [
+    "ParsedStep",
+    "Verdict",
+    "check_step",
+    "evaluate_expr",
+    "extract_answer",
+    "format_number",
+    "match_steps",
+    "parse_number",
+    "parse_steps",
+    "verify_answer",
+]

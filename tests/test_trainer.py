@@ -1,0 +1,165 @@
+"""The GRPO trainer on a tiny model: resume equivalence, robustness to bad rewards, run folder."""
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlvr.config import load_config
+from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.rewarding import RewardRunner
+from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.rewards import RewardSpec
+
+
+def _cfg(model: Path, out: Path, **kw) -> TrainConfig:
+    base = {
+        "model": str(model),
+        "out": str(out),
+        "n_train": 64,
+        "steps": 6,
+        "prompts_per_step": 2,
+        "group_size": 4,
+        "max_new_tokens": 10,
+        "micro_batch_size": 3,
+        "lr": 1e-3,
+        "eval_every": 3,
+        "eval_n": 4,
+        "eval_samples": 2,
+        "save_every": 3,
+        "threads": 1,
+        "rewards": [{"name": "outcome"}, {"name": "format_gsm8k", "weight": 0.5}],
+    }
+    base.update(kw)
+    return load_config(TrainConfig, None, base)
+
+
+def _metrics(run: Path) -> list[dict]:
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+def test_resume_gives_identical_metrics(tiny_model_dir: Path, tmp_path: Path) -> None:
+    straight = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "a", objective="grpo"))
+    straight.train()
+
+    first = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "b", objective="grpo"))
+    for _ in range(3):  # three steps, a checkpoint, then the process "dies"
+        first.run.log(first.train_step())
+    first.save_checkpoint()
+    first.run.log(first.train_step())  # a step after the checkpoint that the resume must discard
+    del first
+    resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "b", objective="grpo"), resume=True)
+    assert resumed.step == 3
+    resumed.train()
+
+    a, b = _metrics(tmp_path / "a"), _metrics(tmp_path / "b")
+    assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
+    assert a == b
+    for pa, pb in zip(straight.model.parameters(), resumed.model.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+
+
+def test_run_folder_contents(tiny_model_dir: Path, tmp_path: Path) -> None:
+    run = GRPOTrainer(
+        _cfg(tiny_model_dir, tmp_path / "r", steps=3, objective="dapo", objective_overrides={"overlong_buffer": 4})
+    ).train()
+    assert (run / "model" / "config.json").is_file()
+    assert (run / "checkpoints" / "step-000003" / "trainer_state.pt").is_file()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["data"]["train"]["hash"] and manifest["versions"]["torch"] and manifest["finished"]
+    assert manifest["objective"]["eps_high"] == 0.28  # the dapo preset was resolved
+    cfg = load_config(TrainConfig, run / "config.yaml")
+    assert cfg.objective == "dapo" and cfg.steps == 3
+    rows = _metrics(run)
+    for key in ("reward/outcome/mean", "reward/format_gsm8k/mean", "train/accuracy", "train/loss", "train/entropy"):
+        assert key in rows[0] and math.isfinite(rows[0][key])
+    assert "eval/dev/pass@1" in rows[2] and "eval/dev/greedy_acc" in rows[2]
+    samples = [json.loads(x) for x in (run / "samples" / "train.jsonl").read_text().splitlines()]
+    assert len(samples) == 3 * 2 * 4 and set(samples[0]) >= {"completion", "rewards", "advantage", "correct"}
+
+
+def _length(completions, **kw):
+    return [len(c) / 10 for c in completions]
+
+
+def test_kl_and_multiple_iterations_run(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    from rlvr.rewards import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, "length", lambda p: _length)  # a reward that varies
+    cfg = _cfg(
+        tiny_model_dir, tmp_path / "k", steps=2, eval_every=0, num_iterations=2, objective="grpo", lr=1e-2,
+        rewards=[{"name": "length"}],
+    )  # fmt: skip
+    trainer = GRPOTrainer(cfg)
+    assert trainer.ref is not None  # grpo preset: beta 0.04
+    trainer.train()
+    rows = _metrics(tmp_path / "k")
+    assert rows[1]["train/kl"] > 0  # the policy moved away from the reference
+    assert rows[0]["train/ratio_max"] >= 1.0
+
+
+def _raises(completions, **kw):
+    raise RuntimeError("boom")
+
+
+def _nan(completions, **kw):
+    return [math.nan] * len(completions)
+
+
+def _short(completions, **kw):
+    return [1.0]
+
+
+def _hangs(completions, **kw):
+    time.sleep(3)
+    return [1.0] * len(completions)
+
+
+def test_bad_rewards_become_none_and_are_counted() -> None:
+    runner = RewardRunner(
+        [RewardSpec(name="outcome")],
+        timeout_s=0.5,
+        extra={"raises": _raises, "nan": _nan, "short": _short, "hangs": _hangs},
+    )
+    t0 = time.perf_counter()
+    scored = runner.score(["#### 3", "#### 4"], {"answer": ["3", "3"]})
+    assert time.perf_counter() - t0 < 2.5  # the hung reward was abandoned at its timeout
+    assert scored.values["outcome"] == [1.0, 0.0]
+    for name in ("raises", "nan", "short", "hangs"):
+        assert scored.values[name] == [None, None]
+        assert scored.errors[name] == 2
+    assert all(math.isnan(t) for t in scored.total)
+    # the runner still works after a timeout
+    assert runner.score(["#### 3"], {"answer": ["3"]}).values["outcome"] == [1.0]
+    runner.close()
+
+
+def test_training_survives_a_failing_reward(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    from rlvr.rewards import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, "boom", lambda p: _raises)
+    cfg = _cfg(tiny_model_dir, tmp_path / "f", steps=2, eval_every=0, rewards=[{"name": "outcome"}, {"name": "boom"}])
+    run = GRPOTrainer(cfg).train()
+    rows = _metrics(run)
+    assert rows[-1]["reward/boom/errors"] == 8 and rows[-1]["train/advantage_abs_mean"] == 0.0
+    assert rows[-1]["reward/total/mean"] is None  # NaN is written as null: every total was unscorable
+
+
+def test_overlong_buffer_must_fit() -> None:
+    from rlvr.config import ConfigError
+
+    with pytest.raises(ConfigError, match="overlong_buffer=16 must be in"):
+        load_config(TrainConfig, None, {"objective": "dapo", "max_new_tokens": 10})
+
+
+def test_unknown_reward_is_a_config_error(tmp_path: Path) -> None:
+    from rlvr.config import ConfigError
+
+    f = tmp_path / "run.yaml"
+    f.write_text("steps: 3\nrewards:\n  - name: outcom\n")
+    with pytest.raises(ConfigError, match=r"run.yaml:2: field 'rewards': .*unknown reward 'outcom'"):
+        load_config(TrainConfig, f)
