@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from rlvr.config import ConfigError
+from rlvr.review.cli import review_app
 
 app = typer.Typer(
     add_completion=False,
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 data_app = typer.Typer(no_args_is_help=True, help="Look at task data.")
 app.add_typer(data_app, name="data")
+app.add_typer(review_app, name="review")
 
 console = Console(stderr=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]

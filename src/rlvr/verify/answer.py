@@ -21,12 +21,14 @@ Rules, in the order they apply:
    scientific notation and English number words are understood; `=` keeps what follows the last one.
    Comparison with the gold is exact (`fractions.Fraction`).
 
-Cost is linear in the completion: one regex pass finds the markers (more than `MAX_MARKERS` is itself
-a rejection), each region is bounded, and the no-marker path scans backwards from the end.
+Cost is linear in the completion: one regex pass per marker kind finds the markers (more than
+`MAX_MARKERS` is itself a rejection), each region is bounded, and the no-marker path scans backwards
+from the end. A 1 MB completion takes a few milliseconds.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -102,7 +104,7 @@ def verify_answer(completion: str, gold: str) -> Verdict:
     >>> verify_answer("Answer: 18 or 19", "18")
     Verdict(correct=False, parsed=None, reason='hedged answer')
     """
-    gold_value = parse_number(gold)
+    gold_value = _gold_value(gold)
     if gold_value is None:
         return Verdict(False, None, "invalid gold")
     value, reason = _extract(completion)
@@ -110,6 +112,12 @@ def verify_answer(completion: str, gold: str) -> Verdict:
         return Verdict(False, None, reason)
     correct = value == gold_value
     return Verdict(correct, format_number(value), "correct" if correct else "wrong value")
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold_value(gold: str) -> Fraction | None:
+    """`parse_number` of a gold, memoised: a GRPO group verifies many completions against one gold."""
+    return parse_number(gold)
 
 
 def extract_answer(completion: str) -> tuple[str | None, str]:
@@ -212,7 +220,7 @@ def _braced(text: str, start: int) -> str:
 def _sentence(text: str, start: int, stop: int) -> str:
     """The answer sentence after a phrase marker: to the end of its line or sentence, before `stop`.
 
-    A marker that ends its line answers on the next non-blank one (`The answer is:\n\n18`).
+    A marker that ends its line answers on the next non-blank one (`The answer is:\\n\\n18`).
     """
     lead = _LEAD.match(text, start, min(stop, start + MAX_REGION))
     i = lead.end() if lead else start
@@ -224,22 +232,20 @@ def _last_number(text: str) -> tuple[Fraction | None, str]:
     """The no-marker rule: the last number in the text, unless a hedge leads into it."""
     pos = _last_digit(text)
     if pos is None:  # no digits at all: a number word near the end may still answer
-        found = tokens(normalise(text[-MAX_REGION:]))
-        if not found:
-            return None, "no answer"
-        last = found[-1]
-        return (None, "non-finite") if isinstance(last.value, str) else (last.value, OK)
-    if not text[pos].isascii():
-        return None, "non-ascii digits"
-    start = max(0, pos + 8 - MAX_REGION, text.rfind("\n", max(0, pos - MAX_REGION), pos) + 1)
-    if start > 0 and text[start - 1].isdecimal() and _NUMBER_CHARS.fullmatch(text, start, pos + 1):
-        return None, "non-finite"  # the last number is longer than we read
-    segment = text[start : pos + 8]
-    if has_non_ascii_digit(segment[-40:]):
-        return None, "non-ascii digits"
-    norm = normalise(segment)
-    found = tokens(norm, words=False)
-    if not found:  # the digit sat inside something that is not a number (e.g. "x2")
+        norm = normalise(text[-MAX_REGION:])
+        found = tokens(norm)
+    else:
+        if not text[pos].isascii():
+            return None, "non-ascii digits"
+        start = max(0, pos + 8 - MAX_REGION, text.rfind("\n", max(0, pos - MAX_REGION), pos) + 1)
+        if start > 0 and text[start - 1].isdecimal() and _NUMBER_CHARS.fullmatch(text, start, pos + 1):
+            return None, "non-finite"  # the last number is longer than we read
+        segment = text[start : pos + 8]
+        if has_non_ascii_digit(segment[-40:]):  # the last number's other digits
+            return None, "non-ascii digits"
+        norm = normalise(segment)
+        found = tokens(norm, words=False)
+    if not found:  # no number, or the digit sat inside something that is not one (e.g. "x2")
         return None, "no answer"
     last = found[-1]
     if isinstance(last.value, str):

@@ -159,7 +159,7 @@ def _digit_value(m: re.Match[str]) -> int | Fraction | str:
     if isinstance(whole, str):
         return whole
     if den_text is None and exp is None and exp10 is None and pow_text is None and scale is None:
-        if len(mant) > 300 and abs(whole) > _FLOAT_MAX:
+        if len(mant) > 300 and abs(Fraction(whole)) > _FLOAT_MAX:
             return _INF
         return -whole if neg else whole
     value = Fraction(whole)

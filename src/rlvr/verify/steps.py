@@ -253,8 +253,9 @@ def match_steps(generated: Sequence[ParsedStep], gold: Sequence[Step]) -> list[b
     matched = []
     for step in generated:
         value = parse_number(step.result)
-        hit = next((j for j, g in enumerate(gold_values) if not used[j] and g == value), None)
-        if value is not None and hit is not None:
+        unused = (j for j, g in enumerate(gold_values) if not used[j] and g == value)
+        hit = None if value is None else next(unused, None)
+        if hit is not None:
             used[hit] = True
-        matched.append(value is not None and hit is not None)
+        matched.append(hit is not None)
     return matched

@@ -1,0 +1,61 @@
+"""Human review of an evaluation: a stratified slice, a local labelling app, and statistics.
+
+`rlvr review export EVAL_DIR` picks the slice (`export_slice`), `rlvr review serve` starts the web
+app (`rlvr.review.app.create_app`, needs starlette + uvicorn), `rlvr review import` adds another
+reviewer's labels, and `rlvr review stats` writes `stats.json` for the audit's check 7
+(`write_stats`). See docs/review.md for the files, the database and the stats schema.
+
+The names below are imported on first use, so that mounting the CLI (`rlvr.review.cli`) does not
+pull in numpy and scipy for `rlvr --help`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlvr.review.export import DIMENSIONS, export_slice, select, strata_of
+    from rlvr.review.items import ReviewError, item_id, load_eval, load_slice, resolve_review_dir
+    from rlvr.review.labelfile import read_label_file
+    from rlvr.review.stats import compute_stats, write_stats
+    from rlvr.review.store import CATEGORIES, Conflict, Label, LabelError, LabelStore, StoredLabel, parse_label
+
+_WHERE = {
+    "export": ["DIMENSIONS", "export_slice", "select", "strata_of"],
+    "items": ["ReviewError", "item_id", "load_eval", "load_slice", "resolve_review_dir"],
+    "labelfile": ["read_label_file"],
+    "stats": ["compute_stats", "write_stats"],
+    "store": ["CATEGORIES", "Conflict", "Label", "LabelError", "LabelStore", "StoredLabel", "parse_label"],
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = [
+    "CATEGORIES",
+    "DIMENSIONS",
+    "Conflict",
+    "Label",
+    "LabelError",
+    "LabelStore",
+    "ReviewError",
+    "StoredLabel",
+    "compute_stats",
+    "export_slice",
+    "item_id",
+    "load_eval",
+    "load_slice",
+    "parse_label",
+    "read_label_file",
+    "resolve_review_dir",
+    "select",
+    "strata_of",
+    "write_stats",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'rlvr.review' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"rlvr.review.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,179 @@
+"""The labelling web app (Starlette): `rlvr review serve REVIEW_DIR` on http://127.0.0.1:8765.
+
+One static page (`static/index.html`, vanilla JS, no build step) talks to a small JSON API:
+
+- `GET  /api/meta?reviewer=NAME`  slice size, evaluation, categories, the reviewer's progress and
+  the index to resume at (their first unlabelled item);
+- `GET  /api/items/{index}?reviewer=NAME`  one item: problem, gold solution and steps, completion
+  cut into highlighted step segments, verdict, strata, and this reviewer's label (with `version`);
+- `PUT  /api/labels`  JSON label plus the `version` it edits (0 = new); committed at once;
+- `GET  /api/labels?reviewer=NAME`  current labels;  `GET /api/health`.
+
+Errors are JSON `{"error": message, "field": name?}` with 400 (malformed), 404 (unknown item),
+409 (the label changed since it was loaded), 415 (not JSON), 503 (database busy).
+When bound to loopback only `127.0.0.1`/`localhost` Host headers are accepted (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rlvr.review.highlight import annotate
+from rlvr.review.items import load_slice
+from rlvr.review.store import CATEGORIES, DB_FILE, Conflict, LabelError, LabelStore, parse_label
+from rlvr.tasks import Step
+
+__all__ = ["LOOPBACK_HOSTS", "create_app"]
+
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]  # testserver: Starlette's TestClient
+_DISPLAY_KEYS = (
+    "item_id", "index", "problem_id", "sample", "question", "gold", "gold_solution", "n_steps",
+    "completion", "parsed", "correct", "reason", "tokens", "truncated", "process_score", "rewards",
+    "verifier2_correct", "strata",
+)  # fmt: skip
+
+
+def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if field is not None:
+        body["field"] = field
+    return JSONResponse(body, status_code=status)
+
+
+class _Review:
+    """The loaded slice and its label store; one per app."""
+
+    def __init__(self, review_dir: Path) -> None:
+        self.meta, self.items = load_slice(review_dir)
+        self.ids = {it["item_id"]: i for i, it in enumerate(self.items)}
+        self.store = LabelStore(review_dir / DB_FILE)
+        self.page = resources.files("rlvr.review").joinpath("static/index.html").read_text(encoding="utf-8")
+
+    def view(self, index: int, reviewer: str | None) -> dict[str, Any]:
+        item = self.items[index]
+        gold_steps = [Step(str(e), str(r)) for e, r in item.get("gold_steps") or []]
+        out = {k: item.get(k) for k in _DISPLAY_KEYS}
+        out["index"] = index
+        out["gold_steps"] = [{"expr": s.expr, "result": s.result} for s in gold_steps]
+        out["completion_view"] = annotate(item["completion"], gold_steps)
+        out["gold_view"] = annotate(item.get("gold_solution") or "")
+        label = self.store.get(item["item_id"], reviewer) if reviewer else None
+        out["label"] = None if label is None else label.to_json()
+        return out
+
+    def progress(self, reviewer: str | None) -> dict[str, Any]:
+        done = {lab.item_id for lab in self.store.labels(reviewer)} if reviewer else set()
+        done &= set(self.ids)
+        resume = next((i for i, it in enumerate(self.items) if it["item_id"] not in done), len(self.items) - 1)
+        return {"n_items": len(self.items), "n_labelled": len(done), "resume": resume}
+
+
+async def _meta(request: Request) -> Response:
+    review: _Review = request.app.state.review
+    reviewer = request.query_params.get("reviewer") or None
+    progress = await run_in_threadpool(review.progress, reviewer)
+    return JSONResponse({**progress, "eval": review.meta.get("eval", {}), "categories": list(CATEGORIES)})
+
+
+async def _item(request: Request) -> Response:
+    review: _Review = request.app.state.review
+    index = request.path_params["index"]
+    if not 0 <= index < len(review.items):
+        return _error(404, f"no item at index {index} (the slice has {len(review.items)})", "index")
+    reviewer = request.query_params.get("reviewer") or None
+    return JSONResponse(await run_in_threadpool(review.view, index, reviewer))
+
+
+async def _labels(request: Request) -> Response:
+    review: _Review = request.app.state.review
+    reviewer = request.query_params.get("reviewer") or None
+    labels = await run_in_threadpool(review.store.labels, reviewer)
+    return JSONResponse({"labels": [lab.to_json() for lab in labels]})
+
+
+async def _put_label(request: Request) -> Response:
+    review: _Review = request.app.state.review
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return _error(415, "send the label as application/json")
+    try:
+        body = json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return _error(400, f"body is not valid JSON ({e})")
+    try:
+        label = parse_label(body, review.ids)
+    except LabelError as e:
+        return _error(404 if e.field == "item_id" and "unknown" in str(e) else 400, str(e), e.field)
+    version = body.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        return _error(400, f"field 'version': must be a non-negative int, got {version!r:.40}", "version")
+    try:
+        stored = await run_in_threadpool(review.store.put, label, version)
+    except Conflict as e:
+        current = await run_in_threadpool(review.store.get, label.item_id, label.reviewer)
+        return JSONResponse({"error": str(e), "current": current and current.to_json()}, status_code=409)
+    except sqlite3.OperationalError as e:
+        return _error(503, f"database unavailable, nothing was written; retry ({e})")
+    progress = await run_in_threadpool(review.progress, label.reviewer)
+    return JSONResponse({"label": stored.to_json(), **progress})
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+async def _index(request: Request) -> Response:
+    return HTMLResponse(request.app.state.review.page)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}")
+
+
+class _HostCheck:
+    """Refuse requests whose Host header is not an allowed name (DNS rebinding), with a JSON 400."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str]) -> None:
+        self.app, self.allowed = app, set(allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "*" not in self.allowed:
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            name = host.rsplit("]", 1)[0].lstrip("[") if host.startswith("[") else host.split(":")[0]
+            if name not in self.allowed:
+                await _error(400, f"Host {host!r} not allowed; open http://127.0.0.1:<port>/")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(review_dir: Path, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The app for one review folder. `allowed_hosts`: Host headers accepted (default loopback names)."""
+    routes = [
+        Route("/", _index),
+        Route("/api/health", _health),
+        Route("/api/meta", _meta),
+        Route("/api/items/{index:int}", _item),
+        Route("/api/labels", _labels, methods=["GET"]),
+        Route("/api/labels", _put_label, methods=["PUT", "POST"]),
+    ]
+    hosts = LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_HostCheck, allowed_hosts=hosts)],
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.review = _Review(review_dir)
+    return app
