@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo demo-quick test test-slow lint bench clean
+.PHONY: demo demo-quick test test-slow lint system-deps clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow || [ $$? -eq 5 ]
+
+# Debian packages some features use: bubblewrap (reward sandbox), chromium (browser tests).
+system-deps:
+	command -v bwrap >/dev/null && command -v chromium >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap chromium)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache

@@ -23,6 +23,8 @@ app = typer.Typer(
 data_app = typer.Typer(no_args_is_help=True, help="Look at task data.")
 app.add_typer(data_app, name="data")
 app.add_typer(review_app, name="review")
+rewards_app = typer.Typer(no_args_is_help=True, help="Reward functions: check candidate reward code in the sandbox.")
+app.add_typer(rewards_app, name="rewards")
 
 console = Console(stderr=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]
@@ -220,6 +222,20 @@ def _print_eval(path: Path) -> None:
         table.add_row(name, f"{m['value']:.3f}", f"{m['ci'][0]:.3f}-{m['ci'][1]:.3f}", f"{m['tokens_per_problem']:.1f}")
     Console().print(table)
     console.print(f"eval: {path / 'eval.json'}")
+
+
+@rewards_app.command("check")
+def rewards_check(
+    file: Annotated[Path, typer.Argument(help="Python file defining reward(completions, **kwargs).")],
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per sandboxed call.")] = 10.0,
+    unsafe_no_sandbox: Annotated[
+        bool, typer.Option("--unsafe-no-sandbox", help="Run without OS isolation (only for code you trust).")
+    ] = False,
+) -> None:
+    """Validate a reward file in the OS sandbox (static check, load, namespace, probe calls)."""
+    from rlvr.search.sandbox import check_file
+
+    raise typer.Exit(check_file(file, timeout_s=timeout, unsafe_no_sandbox=unsafe_no_sandbox))
 
 
 @app.command()

@@ -1,0 +1,28 @@
+"""Reward search: propose candidate reward functions, vet them in a sandbox, screen them with short runs.
+
+`rlvr.search.sandbox` runs untrusted reward code: `validate(source)` applies the four checks
+(static, load, namespace, probe) and `load(source)` returns a TRL-convention callable that runs the
+candidate in a bubblewrap jail (see docs/sandbox.md).
+"""
+
+from rlvr.search.sandbox import (
+    RewardRejected,
+    SandboxedReward,
+    SandboxUnavailable,
+    UnsafeSandboxWarning,
+    Validation,
+    check_file,
+    load,
+    validate,
+)
+
+__all__ = [
+    "RewardRejected",
+    "SandboxUnavailable",
+    "SandboxedReward",
+    "UnsafeSandboxWarning",
+    "Validation",
+    "check_file",
+    "load",
+    "validate",
+]

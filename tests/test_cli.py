@@ -1,0 +1,115 @@
+"""Subprocess smoke runs of every CLI command with tiny settings, as a user would type them."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+
+
+def rlvr(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", "from rlvr.cli import main; main()", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=ENV, cwd=cwd)
+
+
+def test_help_lists_only_real_commands() -> None:
+    out = rlvr("--help")
+    assert out.returncode == 0
+    for cmd in ("demo", "sft", "train", "eval", "verify", "data", "review"):
+        assert cmd in out.stdout
+
+
+def test_data_preview() -> None:
+    out = rlvr("data", "preview", "arith", "--n", "2")
+    assert out.returncode == 0 and out.stdout.count("#### ") == 2
+    bad = rlvr("data", "preview", "arith", "--split", "holdout")
+    assert bad.returncode == 2 and "holdout" in bad.stderr
+
+
+def test_verify_file(tmp_path: Path) -> None:
+    f = tmp_path / "c.jsonl"
+    f.write_text(
+        json.dumps({"completion": "#### 18", "answer": "x\n#### 18"})
+        + "\n"
+        + json.dumps({"completion": "18 or 19", "gold": "18"})
+        + "\n"
+    )
+    out = rlvr("verify", str(f))
+    rows = [json.loads(x) for x in out.stdout.splitlines()]
+    assert [r["correct"] for r in rows] == [True, False] and rows[1]["reason"] == "hedged answer"
+    f.write_text('{"completion": "x"}\n')
+    bad = rlvr("verify", str(f))
+    assert bad.returncode == 2 and f"{f}:1: field 'gold'" in bad.stderr.replace("\n", "")
+
+
+def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
+    sft_cfg = tmp_path / "sft.yaml"
+    sft_cfg.write_text(
+        "n_train: 60\nsteps: 4\nbatch_size: 4\nlog_every: 2\nthreads: 1\n"
+        "tiny: {hidden_size: 32, num_layers: 1, num_heads: 2, intermediate_size: 64}\n"
+    )
+    out = rlvr("sft", "--config", str(sft_cfg), "--out", str(tmp_path / "base"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "base" / "model" / "config.json").is_file()
+
+    train_cfg = tmp_path / "train.yaml"
+    train_cfg.write_text(
+        "n_train: 40\nsteps: 2\nprompts_per_step: 2\ngroup_size: 2\nmax_new_tokens: 8\neval_every: 0\n"
+        "save_every: 1\nthreads: 1\n"
+    )
+    run = tmp_path / "grpo"
+    out = rlvr("train", "--config", str(train_cfg), "--model", str(tmp_path / "base"), "--out", str(run))
+    assert out.returncode == 0, out.stderr
+    assert "train 2/2" in out.stdout + out.stderr
+    # resume a finished run: it restores step 2 and has nothing left to do
+    out = rlvr("train", "--resume", str(run))
+    assert out.returncode == 0, out.stderr
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+
+    out = rlvr(
+        "eval", "--model", str(run), "--n-problems", "3", "--n", "2", "--ks", "1,2", "--out", str(tmp_path / "ev")
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert set(result["metrics"]) == {"pass@1", "pass@2", "maj@2", "greedy"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--steps", "0"], "<flags>: field 'steps'"),
+        (["train", "--preset", "nope"], "unknown preset 'nope'"),
+        (["eval", "--model", "/nonexistent"], "/nonexistent: not a model folder"),
+        (["eval", "--model", "x", "--ks", "a,b"], "--ks: expected comma-separated integers"),
+        (["train", "--resume", "/nonexistent"], "not a run folder"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
+    out = rlvr(*args)
+    assert out.returncode == 2
+    assert message in out.stderr.replace("\n", "")
+
+
+def test_bad_config_file_names_file_line_field(tmp_path: Path) -> None:
+    f = tmp_path / "run.yaml"
+    f.write_text("steps: 3\nlearning_rate: 0.1\n")
+    out = rlvr("train", "--config", str(f))
+    assert out.returncode == 2
+    assert f"{f}:2: field 'learning_rate': unknown field" in out.stderr.replace("\n", "")
+
+
+def test_rewards_check(tmp_path: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text("def reward(completions, **kwargs):\n    return [float('####' in c) for c in completions]\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n\ndef reward(completions, **kwargs):\n    return [0.0] * len(completions)\n")
+    ok = rlvr("rewards", "check", str(good))
+    if ok.returncode == 3:
+        pytest.skip("no OS sandbox on this machine")
+    assert ok.returncode == 0 and "accepted" in ok.stdout
+    out = rlvr("rewards", "check", str(bad))
+    assert out.returncode == 1 and "import of 'os' is not allowed" in out.stdout
