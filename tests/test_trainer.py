@@ -163,3 +163,32 @@ def test_unknown_reward_is_a_config_error(tmp_path: Path) -> None:
     f.write_text("steps: 3\nrewards:\n  - name: outcom\n")
     with pytest.raises(ConfigError, match=r"run.yaml:2: field 'rewards': .*unknown reward 'outcom'"):
         load_config(TrainConfig, f)
+
+
+def test_lora_trains_adapters_only_and_resumes(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("peft")
+    from rlvr.rewards import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, "length", lambda p: _length)
+    kw = {
+        "steps": 2, "eval_every": 0, "save_every": 1, "lr": 1e-2, "objective": "grpo",  # grpo: beta 0.04
+        "rewards": [{"name": "length"}], "lora": {"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+    }  # fmt: skip
+    trainer = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "l", **kw))
+    assert trainer.ref is None  # the reference is the policy with adapters disabled
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    base_before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
+    trainer.train_step()
+    trainer.save_checkpoint()
+    for n, p in trainer.model.named_parameters():
+        if n in base_before:
+            assert torch.equal(p, base_before[n])
+    resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "l", **kw), resume=True)
+    assert resumed.step == 1
+    run = resumed.train()
+    from rlvr.models.load import load_model
+
+    merged = load_model(run / "model")  # LoRA merged into a plain HF model
+    assert not any("lora_" in n for n, _ in merged.named_parameters())
+    assert _metrics(run)[-1]["train/kl"] > 0

@@ -239,6 +239,61 @@ def rewards_check(
 
 
 @app.command()
+def compare(
+    evals: Annotated[list[Path], typer.Argument(help="Evaluation folders (eval.json); the first is the baseline.")],
+    correction: Annotated[str, typer.Option(help="Multiple-testing correction: holm or bonferroni.")] = "holm",
+    all_pairs: Annotated[bool, typer.Option("--all-pairs", help="Test every pair, not only baseline vs each.")] = False,
+    budget_tolerance: Annotated[float, typer.Option(help="Budgets match when larger/smaller <= 1 + this.")] = 0.1,
+    seed: Annotated[int, typer.Option(help="Seed for bootstrap CIs and permutation tests.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write compare.json and the plots here.")] = None,
+) -> None:
+    """Evaluations side by side: paired tests on shared problems, corrected p-values, matched token budgets."""
+    import warnings
+    from typing import cast
+
+    from rlvr.evaluate.compare import CompareError, Correction, compare_runs, render_comparison
+    from rlvr.evaluate.plots import write_compare_plots
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # render_comparison prints them
+            c = compare_runs(
+                evals,
+                correction=cast(Correction, correction),  # compare_runs validates the value
+                pairs="all" if all_pairs else "baseline",
+                seed=seed,
+                budget_tolerance=budget_tolerance,
+                out=out,
+            )
+    except CompareError as e:
+        fail(str(e))
+    render_comparison(c, Console())
+    if out is not None:
+        write_compare_plots(evals, out, labels=[r.name for r in c.runs])
+        console.print(f"compare: {out / 'compare.json'}")
+
+
+@app.command()
+def audit(
+    run_dir: Annotated[Path, typer.Argument(help="The GRPO run folder to audit.")],
+    eval_dirs: Annotated[
+        list[Path] | None, typer.Option("--eval", help="An evaluation folder (repeat); default: those next to the run.")
+    ] = None,
+    ablation: Annotated[
+        list[Path] | None, typer.Option("--ablation", help="A correctness-only or format-only run (repeat).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Report folder (default RUN_DIR/audit).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check fails (a CI gate).")] = False,
+) -> None:
+    """Readiness audit: seven checks of the evidence behind a GRPO result -> report.html, report.md, audit.json."""
+    from rlvr.audit.cli import audit_command
+
+    code = audit_command(run_dir, eval_dirs or [], out, strict, ablation or [])
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
 def verify(
     file: Annotated[Path, typer.Argument(help="JSONL with `completion` and `gold` (or GSM8K-style `answer`).")],
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,

@@ -4,7 +4,7 @@ maj@k and greedy accuracy, each with its token budget and a bootstrap CI over pr
 Writes to the run folder: `eval.json` (every metric with n, k, budget and CI, the per-problem
 results that paired comparisons need, a per-difficulty breakdown and reasoning-fidelity metrics),
 `samples.jsonl` (every completion with verdict, parsed answer and tokens), `config.yaml`,
-`manifest.json`. The schema is in docs/outputs.md.
+`manifest.json`. The schema is in docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import Field, field_validator
 from rlvr.config import StrictModel
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
+from rlvr.evaluate.plots import write_eval_plots
 from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.load import load_model, load_tokenizer
@@ -51,6 +52,7 @@ class EvalConfig(StrictModel):
     top_p: float = Field(1.0, gt=0, le=1)
     max_new_tokens: int = Field(64, ge=1)
     greedy: bool = True
+    plots: bool = True
     ci_resamples: int = Field(2000, ge=100)
     threads: int | None = 2
     device: str = "cpu"
@@ -181,5 +183,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
     _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, cfg.temperature))
     if greedy is not None:
         _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0))
+    if cfg.plots:
+        write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)
     return run.path

@@ -80,7 +80,8 @@ def _uniforms(base: int, step: int, rows: torch.Tensor, total: int) -> torch.Ten
 
 def _cache_kw(model) -> str:
     """transformers >= 5.x names the KV cache argument `cache`; earlier versions `past_key_values`."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def _cache_of(out):

@@ -1,0 +1,260 @@
+"""The seven readiness checks. Each reads an `AuditContext` and returns a `CheckResult` with a status
+(pass / warn / fail), a one-line summary, its evidence (JSON-safe), examples, and display tables.
+Checks 1-3 (compute, verifier, reward) live here, 4-7 (data, holdout, drift, people) in
+`checks_data.py`. Thresholds are module constants; docs/audit.md explains each check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rlvr.audit.checks_data import check_contamination, check_drift, check_holdout, check_human
+from rlvr.audit.context import AuditContext, finite
+from rlvr.audit.result import ABOUT, TITLES, CheckResult, Status, worst
+from rlvr.audit.result import fmt as _fmt
+from rlvr.audit.result import table as _table
+from rlvr.audit.runs import EvalRun
+from rlvr.audit.separation import ablation_rows, reward_shares
+from rlvr.audit.verifier_audit import audit_verifier
+
+__all__ = ["ABOUT", "CHECKS", "TITLES", "CheckResult", "run_checks", "worst"]
+
+# (pass at or above, warn at or above; below: fail)
+VERIFIER_THRESHOLDS = {"recall": (0.98, 0.90), "specificity": (0.99, 0.95), "rejection": (0.95, 0.85)}
+BUDGET_RATIO = (0.8, 1.25)  # trained / base tokens per problem counted as a matched budget
+SEPARATION = {"fail_below": 0.2, "warn_below": 0.5, "format_gain_warn": 0.5, "format_only_margin": 0.02}
+_MULTI = re.compile(r"^(pass|maj)@(\d+)$")
+
+
+# ------------------------------------------------------------------ 1. matched compute
+def _metric_order(name: str) -> tuple[int, int, str]:
+    m = _MULTI.match(name)
+    return (int(m.group(2)), 0 if m.group(1) == "pass" else 1, name) if m else (1, 2, name)
+
+
+def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[Status, dict[str, Any], list[str]]:
+    names = sorted(set(base.result["metrics"]) & set(trained.result["metrics"]), key=_metric_order)
+    rows, problems = [], []
+    for n in names:
+        b, t = base.metric(n), trained.metric(n)
+        if b is None or t is None:
+            continue
+        bt, tt = b.get("tokens_per_problem"), t.get("tokens_per_problem")
+        rows.append([n, b["value"], bt, t["value"], tt, tt / bt if finite(bt) and finite(tt) and bt > 0 else None])
+    multi = [r[0] for r in rows if (m := _MULTI.match(r[0])) and int(m.group(2)) > 1]
+    p1 = next((r for r in rows if r[0] == "pass@1"), None)
+    status: Status = "pass"
+    if p1 is None or not multi:
+        status = "fail"
+        problems.append("pass@1 missing" if p1 is None else "no pass@k or maj@k with k > 1 in both evaluations")
+    if any(r[2] is None or r[4] is None for r in rows):
+        status = "fail"
+        problems.append("a metric states no tokens_per_problem")
+    diffs = [
+        f"{k}: {base.result.get(k)} vs {trained.result.get(k)}"
+        for k in ("n_samples", "max_new_tokens", "temperature", "top_p")
+        if base.result.get(k) != trained.result.get(k)
+    ]
+    ratio = p1[5] if p1 else None
+    if status == "pass" and (diffs or not (finite(ratio) and BUDGET_RATIO[0] <= ratio <= BUDGET_RATIO[1])):
+        status = "warn"
+        problems += [f"settings differ ({'; '.join(diffs)})"] if diffs else []
+        problems += [f"trained model spends x{_fmt(ratio, '.2f')} the base's tokens per problem"] if ratio else []
+    ev = {
+        "split": trained.split, "base": str(base.path), "trained": str(trained.path), "multi_sample": multi,
+        "token_ratio": ratio, "settings_differ": diffs, "metrics": rows, "change": ctx.changes.get(trained.split),
+    }  # fmt: skip
+    return status, ev, problems
+
+
+def check_matched_compute(ctx: AuditContext) -> CheckResult:
+    roles = {e.name: e.role for e in ctx.evals}
+    if not ctx.pairs:
+        why = (
+            "no evaluation of the base model" if "base" not in roles.values() else "no evaluation of the trained model"
+        )
+        if "base" in roles.values() and "trained" in roles.values():
+            why = "base and trained evaluations share no split and problem set"
+        ev = {"evaluations": roles}
+        return CheckResult("matched_compute", "fail", f"{why}: nothing to compare at a matched budget", ev)
+    statuses, pairs, tables, notes = [], [], [], []
+    for base, trained in ctx.pairs:
+        st, ev, problems = _pair_evidence(base, trained, ctx)
+        statuses.append(st)
+        pairs.append(ev)
+        notes += [f"{trained.split}: {p}" for p in problems]
+        rows = [
+            [r[0], _fmt(r[1]), _fmt(r[2], ".1f"), _fmt(r[3]), _fmt(r[4], ".1f"), _fmt(r[5], ".2f")]
+            for r in ev["metrics"]
+        ]
+        cols = ["metric", "base", "base tokens/problem", "trained", "trained tokens/problem", "token ratio"]
+        tables.append(_table(f"{trained.split}: {base.name} vs {trained.name}", cols, rows))
+    status = worst(statuses)
+    head = pairs[0]
+    c = head["change"]
+    text = f"{head['split']}: pass@1 " + (
+        f"{c['base']:.3f} -> {c['trained']:.3f} ({c['gain']:+.3f}, 95% CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f})"
+        if c
+        else "compared"
+    )
+    if status == "pass":
+        text += (
+            f"; {', '.join(head['multi_sample'])} at matched budgets (token ratio {_fmt(head['token_ratio'], '.2f')})"
+        )
+    else:
+        text += "; " + "; ".join(notes)
+    return CheckResult("matched_compute", status, text, {"pairs": pairs, "evaluations": roles}, tables=tables)
+
+
+# ------------------------------------------------------------------ 2. verifier audit
+def _rate_status(name: str, value: float | None) -> Status:
+    ok, warn = VERIFIER_THRESHOLDS[name]
+    if value is None:
+        return "warn"
+    return "pass" if value >= ok else "warn" if value >= warn else "fail"
+
+
+def check_verifier(ctx: AuditContext) -> CheckResult:
+    golds, source = ctx.golds()
+    if not golds:
+        return CheckResult("verifier", "warn", "no gold answers found to build probes from", {"source": source})
+    res = audit_verifier(golds, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
+    res["source"] = source
+    res["thresholds"] = VERIFIER_THRESHOLDS
+    status = worst([_rate_status(k, res[k]) for k in VERIFIER_THRESHOLDS])
+    text = (
+        f"recall {_fmt(res['recall'])}, specificity {_fmt(res['specificity'])}, adversarial rejection "
+        f"{_fmt(res['rejection'])} on {res['n_probes']} probes from {res['n_golds']} golds"
+    )
+    sec = res["second"]
+    if sec:
+        n_diff = sec["rlvr_right"] + sec["second_right"]
+        text += (
+            f"; {sec['name']} disagrees on {sec['disagreement']:.1%} of {sec['n']} probes"
+            f" (the probe label sides with rlvr on {sec['rlvr_right']} of {n_diff})"
+        )
+    else:
+        text += "; no second verifier installed (pip install math-verify)"
+    rows = [
+        [k, _fmt(res[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
+        for k in VERIFIER_THRESHOLDS
+    ]
+    tables = [_table("rates", ["rate", "value", "pass", "warn"], rows)]
+    failed = [[f["kind"], f["form"], f["n"], f["failed"]] for f in res["by_form"] if f["failed"]]
+    if failed:
+        tables.append(_table("probe forms with failures", ["kind", "form", "probes", "failed"], failed))
+    if sec and sec["by_form"]:
+        rows = [[d["form"], d["n"], d["rlvr_right"], d["n"] - d["rlvr_right"]] for d in sec["by_form"]]
+        tables.append(
+            _table(
+                f"disagreements with {sec['name']} by probe form",
+                ["form", "probes", "rlvr right", f"{sec['name']} right"],
+                rows,
+            )
+        )
+    examples = res["failures"] + (sec["examples"] if sec else [])
+    return CheckResult("verifier", status, text, res, examples, tables)
+
+
+# ------------------------------------------------------------------ 3. reward separation
+def _separation_status(shares: dict[str, Any], abl: list[dict[str, Any]]) -> tuple[Status, list[str]]:
+    kinds = shares["kinds"]
+    corr, fmt_gain = kinds["correctness"]["share"], kinds["format"]["gain_share"]
+    notes: list[str] = []
+    if not kinds["correctness"]["rewards"]:
+        return "fail", ["the training reward has no correctness term"]
+    if not finite(corr):
+        return "warn", ["no reward was earned, so no share can be measured"]
+    status: Status = "pass"
+    if corr < SEPARATION["fail_below"]:
+        status = "fail"
+    elif corr < SEPARATION["warn_below"]:
+        status = "warn"
+    if finite(fmt_gain) and fmt_gain > SEPARATION["format_gain_warn"]:
+        status = worst([status, "warn"])
+        notes.append(f"{fmt_gain:.0%} of the reward gain came from format")
+    main = abl[0] if abl else {}
+    for row in abl[1:]:
+        for key, val in row.items():
+            mine = main.get(key)
+            if (
+                row["kind"] == "format-only"
+                and key.endswith("_pass@1")
+                and key != "dev_pass@1"
+                and finite(val)
+                and finite(mine)
+            ):
+                if val >= mine - SEPARATION["format_only_margin"]:
+                    status = worst([status, "warn"])
+                    notes.append(f"format-only ablation {row['run']} reaches {key} {val:.3f} vs {mine:.3f}")
+    return status, notes
+
+
+def check_reward_separation(ctx: AuditContext) -> CheckResult:
+    shares = reward_shares(ctx.run)
+    abl = ablation_rows(ctx.run, ctx.ablations, ctx.evals)
+    status, notes = _separation_status(shares, abl)
+    k = shares["kinds"]
+    if finite(k["correctness"]["share"]) or finite(k["format"]["share"]):
+        text = (
+            f"{_fmt(k['correctness']['share'], '.0%')} of the training reward came from correctness, "
+            f"{_fmt(k['format']['share'], '.0%')} from format"
+        )
+    else:
+        text = "no reward was earned during training, so its sources cannot be separated"
+        notes = [n for n in notes if not n.startswith("no reward was earned")]
+    text += "; " + "; ".join(notes) if notes else ""
+    text += (
+        f"; {len(ctx.ablations)} ablation(s) compared"
+        if ctx.ablations
+        else "; no correctness-only/format-only ablations"
+    )
+    rows = [
+        [r["reward"], r["kind"], f"{r['weight']:g}", _fmt(r["share"], ".1%"), _fmt(r["gain"], "+.3f")]
+        for r in shares["rewards"]
+    ]
+    tables = [_table("rewards", ["reward", "kind", "weight", "share of reward", "gain (late - early)"], rows)]
+    if len(abl) > 1:
+        cols = list(abl[0])
+        tables.append(
+            _table(
+                "ablations",
+                cols,
+                [[_fmt(r.get(c)) if c not in ("run", "kind", "rewards") else r.get(c) for c in cols] for r in abl],
+            )
+        )
+    ev = {"shares": shares, "ablations": abl, "thresholds": SEPARATION}
+    if not ctx.ablations:
+        ev["hint"] = (
+            "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
+        )
+    return CheckResult("reward_separation", status, text, ev, tables=tables)
+
+
+CHECKS: dict[str, Callable[[AuditContext], CheckResult]] = {
+    "matched_compute": check_matched_compute,
+    "verifier": check_verifier,
+    "reward_separation": check_reward_separation,
+    "contamination": check_contamination,
+    "holdout": check_holdout,
+    "drift": check_drift,
+    "human": check_human,
+}
+
+
+def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckResult]:
+    """Run the checks in order (all, or those named in `only`). A check that crashes is reported as
+    a failed check naming the error, so one broken input never hides the other six verdicts."""
+    out = []
+    for name, fn in CHECKS.items():
+        if only is not None and name not in only:
+            continue
+        try:
+            out.append(fn(ctx))
+        except Exception as e:  # noqa: BLE001 - reported as the check's verdict
+            out.append(
+                CheckResult(name, "fail", f"the check could not run: {type(e).__name__}: {e}", {"error": repr(e)})
+            )
+    return out

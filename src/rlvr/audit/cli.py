@@ -1,0 +1,81 @@
+"""The `rlvr audit` command: `audit_command`, a plain function the top-level CLI calls (this module
+never imports `rlvr.cli`), and `audit_app`, the same command as a typer app, so it also runs alone as
+`python -m rlvr.audit RUN_DIR ...`:
+
+    rlvr audit RUN_DIR [--eval EVAL_DIR ...] [--ablation RUN_DIR ...] [--out DIR] [--strict]
+
+Exit status: 0 when the report was written (and, under `--strict`, no check failed), 1 under
+`--strict` when any check failed, 2 with a one-line reason on bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rlvr.audit.readiness import AuditResult, run_audit
+from rlvr.audit.runs import AuditInputError
+
+__all__ = ["audit", "audit_app", "audit_command", "print_result"]
+
+_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red"}
+
+
+def print_result(result: AuditResult, console: Console | None = None) -> None:
+    """The seven verdicts as a table, then where the report went."""
+    out = console or Console()
+    table = Table(title=f"readiness audit: {result.run_dir}", show_lines=False)
+    for col in ("#", "check", "status", "evidence"):
+        table.add_column(col, overflow="fold")
+    for i, c in enumerate(result.checks, 1):
+        table.add_row(str(i), c.title, f"[{_STYLE[c.status]}]{c.status}[/]", c.summary)
+    out.print(table)
+    out.print(
+        f"overall: [{_STYLE[result.status]}]{result.status}[/]  report: {result.files.get('html')}", highlight=False
+    )
+
+
+def audit_command(
+    run_dir: Path | str,
+    eval: Sequence[Path | str] | None = None,  # noqa: A002 - the flag's name
+    out: Path | str | None = None,
+    strict: bool = False,
+    ablation: Sequence[Path | str] | None = None,
+    *,
+    console: Console | None = None,
+) -> int:
+    """Run the audit and print its verdicts; returns the exit status (see the module docstring)."""
+    err = console or Console(stderr=True)
+    try:
+        result = run_audit(run_dir, list(eval or []), out, list(ablation or []), strict=strict)
+    except AuditInputError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        return 2
+    print_result(result, console)
+    return result.exit_code
+
+
+audit_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@audit_app.command()
+def audit(
+    run_dir: Annotated[Path, typer.Argument(help="The GRPO run folder to audit.")],
+    eval_dirs: Annotated[
+        list[Path] | None, typer.Option("--eval", help="An evaluation folder (repeat); default: those next to the run.")
+    ] = None,
+    ablation: Annotated[
+        list[Path] | None, typer.Option("--ablation", help="A correctness-only or format-only run (repeat).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Report folder (default RUN_DIR/audit).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check fails (a CI gate).")] = False,
+) -> None:
+    """Readiness audit: seven checks of the evidence behind a GRPO result -> report.html, report.md, audit.json."""
+    code = audit_command(run_dir, eval_dirs or [], out, strict, ablation or [])
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,144 @@
+"""What the checks share: the loaded run folders, problems re-created from their configs (each
+checked against the content hash its manifest recorded), and paired base-vs-trained comparisons."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
+from rlvr.evaluate.stats import mcnemar, paired_diff_ci
+from rlvr.tasks import Problem, load_task, problems_hash
+
+__all__ = ["AuditContext", "LoadedProblems", "paired_change"]
+
+
+@dataclass
+class LoadedProblems:
+    """Problems re-created from a run's config; `verified` when their hash equals the manifest's."""
+
+    problems: list[Problem]
+    expected_hash: str | None
+    actual_hash: str | None
+    error: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.error is None and self.expected_hash is not None and self.expected_hash == self.actual_hash
+
+
+def _load(task: Any, split: str, n: Any, seed: Any, preset: Any, expected: str | None) -> LoadedProblems:
+    try:
+        probs = load_task(
+            str(task), split,  # type: ignore[arg-type]
+            n=int(n) if n is not None else None, seed=int(seed or 0), preset=str(preset or "easy"), allow_holdout=True,
+        )  # fmt: skip
+    except Exception as e:  # a missing data file, an unknown task: the check reports it
+        return LoadedProblems([], expected, None, f"{type(e).__name__}: {e}")
+    return LoadedProblems(probs, expected, problems_hash(probs))
+
+
+def _manifest_hash(manifest: dict[str, Any], split: str) -> str | None:
+    entry = (manifest.get("data") or {}).get(split)
+    return entry.get("hash") if isinstance(entry, dict) and isinstance(entry.get("hash"), str) else None
+
+
+def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> dict[str, Any] | None:
+    """Paired change of sampled pass@1 (bootstrap CI) and greedy accuracy (McNemar) from the base's
+    evaluation to the trained model's, over the problems both evaluated (from `per_problem`)."""
+    pa = {r.get("id"): r for r in base.result.get("per_problem") or [] if isinstance(r, dict)}
+    common = [r for r in trained.result.get("per_problem") or [] if isinstance(r, dict) and r.get("id") in pa]
+    common = [r for r in common if r.get("n") and pa[r["id"]].get("n")]
+    if not common:
+        return None
+    a = np.array([pa[r["id"]]["correct"] / pa[r["id"]]["n"] for r in common], dtype=float)
+    b = np.array([r["correct"] / r["n"] for r in common], dtype=float)
+    diff, low, high = paired_diff_ci(a, b, seed=seed)
+    out: dict[str, Any] = {
+        "source": f"pass@1 {base.name} -> {trained.name}",
+        "split": trained.split,
+        "n_problems": len(common),
+        "base": float(a.mean()),
+        "trained": float(b.mean()),
+        "gain": diff,
+        "ci": [low, high],
+    }
+    if all("greedy" in r and "greedy" in pa[r["id"]] for r in common):
+        ga, gb = [bool(pa[r["id"]]["greedy"]) for r in common], [bool(r["greedy"]) for r in common]
+        out["greedy"] = {"base": float(np.mean(ga)), "trained": float(np.mean(gb)), "pvalue": mcnemar(ga, gb).pvalue}
+    return out
+
+
+@dataclass
+class AuditContext:
+    """The run under audit, its evaluations (roles assigned) and ablations, plus audit options."""
+
+    run: TrainRun
+    evals: list[EvalRun] = field(default_factory=list)
+    ablations: list[TrainRun] = field(default_factory=list)
+    second_verifier: bool = True
+    max_golds: int = 200
+
+    @functools.cached_property
+    def pairs(self) -> list[tuple[EvalRun, EvalRun]]:
+        return eval_pairs(self.evals)
+
+    @functools.cached_property
+    def changes(self) -> dict[str, dict[str, Any]]:
+        """Paired base -> trained change per split (first pair of each split)."""
+        out: dict[str, dict[str, Any]] = {}
+        for base, trained in self.pairs:
+            change = paired_change(base, trained)
+            if change is not None and trained.split not in out:
+                out[trained.split] = change
+        return out
+
+    @functools.cached_property
+    def train_problems(self) -> LoadedProblems:
+        c = self.run.config
+        expected = _manifest_hash(self.run.manifest, "train")
+        return _load(c.get("task"), "train", c.get("n_train"), c.get("seed"), c.get("preset"), expected)
+
+    @functools.cached_property
+    def dev_problems(self) -> LoadedProblems | None:
+        c = self.run.config
+        if not c.get("eval_every"):
+            return None
+        expected = _manifest_hash(self.run.manifest, "dev")
+        return _load(c.get("task"), "dev", c.get("eval_n"), c.get("seed"), c.get("preset"), expected)
+
+    def eval_problems(self, ev: EvalRun) -> LoadedProblems:
+        c = ev.config
+        expected = ev.result.get("data_hash") or _manifest_hash(ev.manifest, ev.split)
+        return _load(c.get("task", ev.task), ev.split, c.get("n_problems"), c.get("seed"), c.get("preset"), expected)
+
+    def eval_items(self, ev: EvalRun) -> tuple[list[tuple[str, str]], str]:
+        """`(id, question)` of the problems an evaluation scored, and where they came from:
+        its samples.jsonl, else re-created from its config when the hash matches."""
+        seen: dict[str, str] = {}
+        for row in ev.samples():
+            pid, q = row.get("problem_id"), row.get("question")
+            if isinstance(pid, str) and isinstance(q, str) and pid not in seen:
+                seen[pid] = q
+        if seen:
+            return list(seen.items()), "samples.jsonl"
+        loaded = self.eval_problems(ev)
+        if loaded.error is None and (loaded.verified or loaded.expected_hash is None):
+            return [(p.id, p.question) for p in loaded.problems], "re-created from config.yaml"
+        return [], f"no samples.jsonl and the config does not re-create the problems ({loaded.error or 'hash differs'})"
+
+    def golds(self) -> tuple[list[str], str]:
+        """Gold answers of the evaluations (their samples), else of the training problems."""
+        golds = {str(r["gold"]) for ev in self.evals for r in ev.samples() if r.get("gold") is not None}
+        if golds:
+            return sorted(golds), "evaluation samples"
+        return sorted({p.answer for p in self.train_problems.problems}), "training problems"
+
+
+def finite(x: Any) -> TypeGuard[float]:
+    """A real, finite number (not a bool, not None, not NaN)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)

@@ -1,0 +1,276 @@
+"""Training drift: length, entropy, truncation and zero-std groups over training, the reward-hacking
+alarm, and the structural audit of completions and rewards (from `samples/train.jsonl`).
+
+Trends compare the mean of the first and the last 20% of logged steps (at least one step each,
+NaN steps skipped); trend alarms need at least `MIN_STEPS` logged steps. Alarm thresholds
+(`THRESHOLDS`, each `(warn, fail)`):
+
+| alarm | measure | warn | fail |
+|---|---|---|---|
+| length explosion | late / early mean completion length (all, correct, incorrect) | >= 2x | >= 3x |
+| length collapse | late / early mean completion length | <= 0.5x | <= 0.25x |
+| truncation | late `train/truncated_frac` | >= 0.10 | >= 0.30 |
+| entropy collapse | late / early `train/entropy` | <= 0.25x | <= 0.10x |
+| entropy explosion | late / early `train/entropy` | >= 2x | >= 3x |
+| no learning signal | late `train/zero_std_frac` | >= 0.80 | >= 0.95 |
+| reward hacking | reward rise >= 0.05 (per unit of total reward weight) while held-out accuracy gains | < 0.02 | <= 0 |
+
+Held-out accuracy is `eval/dev/pass@1` (else `eval/dev/greedy_acc`) when the run logged at least two
+dev evaluations; otherwise the paired change of pass@1 from the base to the trained evaluation.
+
+Structural audit: for correct vs incorrect completions, the mean number of non-empty lines, the
+arithmetic density (share of non-space characters that are digits, operators, `=`, `<<` or `>>`),
+the number of steps (`rlvr.verify.parse_steps`) and tokens. A reward is flagged when it pays
+regardless of correctness: constant, a mean on incorrect completions >= that on correct ones, or a
+stronger correlation with length than with correctness (|r_len| > |r_correct| and |r_len| >= 0.1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rlvr.audit.runs import TrainRun, reward_kind
+from rlvr.verify import parse_steps
+
+__all__ = ["MIN_STEPS", "THRESHOLDS", "drift_alarms", "reward_flags", "structure_stats", "window_means"]
+
+MIN_STEPS = 10
+WINDOW = 0.2
+THRESHOLDS: dict[str, tuple[float, float]] = {
+    "length_explosion": (2.0, 3.0),
+    "length_collapse": (0.5, 0.25),
+    "truncation": (0.10, 0.30),
+    "entropy_collapse": (0.25, 0.10),
+    "entropy_explosion": (2.0, 3.0),
+    "zero_std": (0.80, 0.95),
+    "hacking_gain": (0.02, 0.0),
+}
+HACKING_REWARD_RISE = 0.05
+MAX_SAMPLE_ROWS = 20_000
+_ARITH_CHARS = re.compile(r"[0-9+\-*/=<>×÷]")
+SERIES = (
+    "train/completion_len/mean",
+    "train/completion_len/correct",
+    "train/completion_len/incorrect",
+    "train/entropy",
+    "train/truncated_frac",
+    "train/zero_std_frac",
+    "train/accuracy",
+    "reward/total/mean",
+    "eval/dev/pass@1",
+    "eval/dev/greedy_acc",
+)
+
+
+def window_means(values: Sequence[float], frac: float = WINDOW) -> tuple[float, float, int]:
+    """Mean of the first and last `frac` of the finite values, and how many finite values there are.
+
+    >>> window_means([1.0, float("nan"), 2.0, 3.0, 4.0, 5.0])
+    (1.0, 5.0, 5)
+    """
+    vals = [v for v in values if math.isfinite(v)]
+    if not vals:
+        return math.nan, math.nan, 0
+    k = max(1, round(frac * len(vals)))
+    return float(np.mean(vals[:k])), float(np.mean(vals[-k:])), len(vals)
+
+
+def _ratio(late: float, early: float) -> float:
+    return late / early if math.isfinite(late) and math.isfinite(early) and early > 0 else math.nan
+
+
+def _level(value: float, warn: float, fail: float, high: bool = True) -> str | None:
+    if not math.isfinite(value):
+        return None
+    if (value >= fail) if high else (value <= fail):
+        return "fail"
+    if (value >= warn) if high else (value <= warn):
+        return "warn"
+    return None
+
+
+def _alarm(alarms: list[dict[str, Any]], name: str, level: str | None, message: str) -> None:
+    if level is not None:
+        alarms.append({"alarm": name, "level": level, "message": message})
+
+
+def _length_alarms(run: TrainRun, alarms: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for part in ("mean", "correct", "incorrect"):
+        early, late, _ = window_means(run.series(f"train/completion_len/{part}")[1])
+        r = _ratio(late, early)
+        out[part] = {"early": early, "late": late, "ratio": r}
+        w, f = THRESHOLDS["length_explosion"]
+        _alarm(
+            alarms,
+            "length explosion",
+            _level(r, w, f),
+            f"{part} completion length x{r:.2f} ({early:.1f} -> {late:.1f})",
+        )
+        if part == "mean":
+            w, f = THRESHOLDS["length_collapse"]
+            msg = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
+            _alarm(alarms, "length collapse", _level(r, w, f, high=False), msg)
+    return out
+
+
+def _dynamics_alarms(run: TrainRun, alarms: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    early, late, _ = window_means(run.series("train/truncated_frac")[1])
+    out["truncated_frac"] = {"early": early, "late": late}
+    _alarm(
+        alarms,
+        "truncation",
+        _level(late, *THRESHOLDS["truncation"]),
+        f"{late:.0%} of completions truncated late in training",
+    )
+    early, late, _ = window_means(run.series("train/entropy")[1])
+    r = _ratio(late, early)
+    out["entropy"] = {"early": early, "late": late, "ratio": r}
+    w, f = THRESHOLDS["entropy_collapse"]
+    _alarm(alarms, "entropy collapse", _level(r, w, f, high=False), f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})")
+    _alarm(
+        alarms,
+        "entropy explosion",
+        _level(r, *THRESHOLDS["entropy_explosion"]),
+        f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})",
+    )
+    early, late, _ = window_means(run.series("train/zero_std_frac")[1])
+    out["zero_std_frac"] = {"early": early, "late": late}
+    msg = f"{late:.0%} of groups had identical rewards late in training (no gradient)"
+    _alarm(alarms, "no learning signal", _level(late, *THRESHOLDS["zero_std"]), msg)
+    return out
+
+
+def _heldout(run: TrainRun, fallback: dict[str, Any] | None) -> dict[str, Any] | None:
+    for key in ("eval/dev/pass@1", "eval/dev/greedy_acc"):
+        steps, vals = run.series(key)
+        early, late, n = window_means(vals)
+        if n >= 2:
+            return {"source": key, "points": n, "early": early, "late": late, "gain": late - early}
+    return fallback
+
+
+def _hacking(run: TrainRun, fallback: dict[str, Any] | None, alarms: list[dict[str, Any]]) -> dict[str, Any]:
+    scale = sum(abs(r["weight"]) for r in run.rewards if math.isfinite(r["weight"])) or 1.0
+    early, late, _ = window_means(run.series("reward/total/mean")[1])
+    rise = (late - early) / scale if math.isfinite(late - early) else math.nan
+    held = _heldout(run, fallback)
+    out: dict[str, Any] = {"reward_early": early, "reward_late": late, "reward_rise": rise, "heldout": held}
+    if held is None:
+        out["note"] = "no held-out accuracy (no dev evaluations logged, no base/trained evaluation pair)"
+        return out
+    gain = held["gain"]
+    if math.isfinite(rise) and rise >= HACKING_REWARD_RISE and math.isfinite(gain):
+        warn, fail = THRESHOLDS["hacking_gain"]
+        level = "fail" if gain <= fail else "warn" if gain < warn else None
+        msg = f"training reward rose {rise:+.3f} while held-out accuracy ({held['source']}) changed {gain:+.3f}"
+        _alarm(alarms, "reward hacking", level, msg)
+    return out
+
+
+def _downsample(steps: list[int], vals: list[float], limit: int = 300) -> dict[str, list[Any]]:
+    keep = [i for i, v in enumerate(vals) if math.isfinite(v)]
+    if len(keep) > limit:
+        keep = [keep[int(j * len(keep) / limit)] for j in range(limit)]
+    return {"steps": [steps[i] for i in keep], "values": [round(vals[i], 5) for i in keep]}
+
+
+def drift_alarms(run: TrainRun, heldout_fallback: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Trend evidence and alarms of a GRPO run (thresholds in the module docstring).
+
+    `heldout_fallback` (`{source, gain, ...}`) stands in for dev accuracy when the run logged fewer
+    than two dev evaluations.
+    """
+    alarms: list[dict[str, Any]] = []
+    n_steps = len(run.metrics)
+    out: dict[str, Any] = {"n_steps": n_steps, "min_steps": MIN_STEPS, "thresholds": THRESHOLDS}
+    if n_steps < MIN_STEPS:
+        msg = f"only {n_steps} logged steps (< {MIN_STEPS}): too short to judge trends"
+        _alarm(alarms, "too short", "warn", msg)
+    else:
+        out["length"] = _length_alarms(run, alarms)
+        out.update(_dynamics_alarms(run, alarms))
+        out["hacking"] = _hacking(run, heldout_fallback, alarms)
+    out["alarms"] = alarms
+    out["series"] = {k: _downsample(*run.series(k)) for k in SERIES if any(k in r for r in run.metrics)}
+    return out
+
+
+def _even(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    return rows if len(rows) <= limit else [rows[int(i * len(rows) / limit)] for i in range(limit)]
+
+
+def _features(text: str) -> dict[str, float]:
+    chars = [c for c in text if not c.isspace()]
+    return {
+        "lines": float(sum(1 for line in text.splitlines() if line.strip())),
+        "arith_density": len(_ARITH_CHARS.findall(text)) / len(chars) if chars else 0.0,
+        "steps": float(len(parse_steps(text))),
+    }
+
+
+def structure_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean structure of correct vs incorrect training completions (see the module docstring)."""
+    rows = _even([r for r in samples if isinstance(r.get("completion"), str)], MAX_SAMPLE_ROWS)
+    out: dict[str, Any] = {"n_rows": len(rows)}
+    for label, want in (("correct", True), ("incorrect", False)):
+        group = [r for r in rows if bool(r.get("correct")) is want]
+        feats = [_features(r["completion"]) for r in group]
+        stats = {
+            k: float(np.mean([f[k] for f in feats])) if feats else None for k in ("lines", "arith_density", "steps")
+        }
+        toks = [float(r["tokens"]) for r in group if isinstance(r.get("tokens"), int | float)]
+        stats["tokens"] = float(np.mean(toks)) if toks else None
+        out[label] = {"n": len(group), **stats}
+    return out
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or np.std(x) < 1e-12 or np.std(y) < 1e-12:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _one_reward(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    data = [
+        (float(r["rewards"][name]), bool(r.get("correct")), float(r.get("tokens") or 0))
+        for r in rows
+        if isinstance(r.get("rewards"), dict) and isinstance(r["rewards"].get(name), int | float)
+    ]
+    out: dict[str, Any] = {"reward": name, "kind": reward_kind(name), "n": len(data), "flags": []}
+    if not data:
+        return out
+    v, c, t = (np.array(col, dtype=float) for col in zip(*data, strict=True))
+    has_both = bool(c.any() and (~c.astype(bool)).any())
+    out.update(
+        mean=float(v.mean()),
+        std=float(v.std()),
+        mean_correct=float(v[c > 0].mean()) if c.any() else None,
+        mean_incorrect=float(v[c == 0].mean()) if (c == 0).any() else None,
+        corr_correct=_corr(v, c),
+        corr_length=_corr(v, t),
+    )
+    if not has_both:
+        out["note"] = "all completions were scored the same by the verifier: cannot compare"
+        return out
+    if out["std"] < 1e-9:
+        out["flags"].append("constant")
+    elif out["mean_incorrect"] >= out["mean_correct"]:
+        out["flags"].append("pays incorrect completions at least as much as correct ones")
+    rc, rl = out["corr_correct"], out["corr_length"]
+    if math.isfinite(rl) and abs(rl) >= 0.1 and (not math.isfinite(rc) or abs(rl) > abs(rc)):
+        out["flags"].append(f"tracks length (r={rl:+.2f}) more than correctness (r={rc:+.2f})")
+    return out
+
+
+def reward_flags(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per reward in the training samples: means for correct/incorrect, correlations and flags."""
+    rows = _even(samples, MAX_SAMPLE_ROWS)
+    names = sorted({k for r in rows if isinstance(r.get("rewards"), dict) for k in r["rewards"]})
+    return [_one_reward(n, rows) for n in names]

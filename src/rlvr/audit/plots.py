@@ -1,0 +1,172 @@
+"""The report's figures, drawn from each check's evidence with matplotlib (Agg) and returned as
+base64 PNG strings, so report.html embeds them and needs no other file."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
+from matplotlib.figure import Figure  # noqa: E402
+
+from rlvr.audit.result import CheckResult  # noqa: E402
+
+__all__ = ["figures"]
+
+_MULTI = re.compile(r"^(pass|maj)@(\d+)$")
+_BASE, _TRAINED = "#7f7f7f", "#1f77b4"
+
+
+def _png(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def _compute(ev: dict[str, Any]) -> Figure | None:
+    pairs = ev.get("pairs") or []
+    if not pairs:
+        return None
+    fig, axes = plt.subplots(1, len(pairs[:3]), figsize=(4.2 * len(pairs[:3]), 3.2), squeeze=False)
+    for ax, pair in zip(axes[0], pairs[:3], strict=False):
+        for fam, style in (("pass", "-o"), ("maj", "--s")):
+            rows = sorted(
+                (r for r in pair["metrics"] if (m := _MULTI.match(r[0])) and m.group(1) == fam), key=lambda r: r[2] or 0
+            )
+            for who, vi, ti, color in (("base", 1, 2, _BASE), ("trained", 3, 4, _TRAINED)):
+                pts = [(r[ti], r[vi]) for r in rows if _ok(r[ti]) and _ok(r[vi])]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), style, color=color, label=f"{who} {fam}@k", ms=4)
+        for r in pair["metrics"]:
+            if r[0] == "greedy":
+                ax.plot([r[2]], [r[1]], "^", color=_BASE, label="base greedy")
+                ax.plot([r[4]], [r[3]], "^", color=_TRAINED, label="trained greedy")
+        ax.set_xscale("log", base=2)
+        ax.set(title=pair["split"], xlabel="tokens per problem", ylabel="accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _verifier(ev: dict[str, Any]) -> Figure | None:
+    names = [k for k in ("recall", "specificity", "rejection") if _ok(ev.get(k))]
+    if not names:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 2.2))
+    vals = [ev[k] for k in names]
+    ax.barh(names, vals, color=["#2ca02c" if v >= 0.95 else "#ff7f0e" for v in vals])
+    for i, v in enumerate(vals):
+        ax.text(min(v, 0.98), i, f"{v:.1%}", va="center", ha="right", color="white", fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_title(f"verifier on {ev.get('n_probes')} probes")
+    return fig
+
+
+def _series_fig(panels: list[tuple[str, list[tuple[str, Any]]]]) -> Figure | None:
+    """One panel per `(title, [(label, {steps, values} or None)])`; empty panels are left out."""
+    panels = [(t, [(lbl, s) for lbl, s in lines if s and s.get("steps")]) for t, lines in panels]
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    cols = min(2, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 2.8 * rows), squeeze=False)
+    for ax, (title, lines) in zip(axes.flat, panels, strict=False):
+        for label, s in lines:
+            pts = [(x, y) for x, y in zip(s["steps"], s["values"], strict=True) if _ok(y)]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="." if len(pts) < 30 else None, label=label)
+        ax.set(title=title, xlabel="step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    return fig
+
+
+def _separation(ev: dict[str, Any]) -> Figure | None:
+    series = (ev.get("shares") or {}).get("series") or {}
+    return _series_fig([("weighted reward per step", list(series.items()))])
+
+
+def _contamination(ev: dict[str, Any]) -> Figure | None:
+    sets = [s for s in ev.get("sets", []) if s.get("overlaps")]
+    if not sets:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 2.8))
+    for s in sets:
+        ax.hist(s["overlaps"], bins=[i / 20 for i in range(21)], histtype="step", linewidth=1.5, label=s["set"])
+    ax.axvline(0.5, color="red", linestyle="--", linewidth=1, label="item threshold")
+    ax.set(title="share of each item's 8-grams found in training", xlabel="overlap", ylabel="items")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _holdout(ev: dict[str, Any]) -> Figure | None:
+    sbs = ev.get("side_by_side") or {}
+    if not sbs:
+        return None
+    splits = sorted(sbs, key=lambda s: s != "test")
+    fig, ax = plt.subplots(figsize=(4.8, 2.8))
+    x = range(len(splits))
+    ax.bar([i - 0.2 for i in x], [sbs[s]["base"] for s in splits], 0.4, color=_BASE, label="base")
+    ax.bar([i + 0.2 for i in x], [sbs[s]["trained"] for s in splits], 0.4, color=_TRAINED, label="trained")
+    for i, s in enumerate(splits):
+        ax.text(i + 0.2, sbs[s]["trained"], f"{sbs[s]['gain']:+.3f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(x), splits)
+    ax.set(title="sampled pass@1", ylabel="accuracy")
+    ax.legend(fontsize=7)
+    return fig
+
+
+_DRIFT_PANELS = (
+    ("completion length", (("mean", "train/completion_len/mean"), ("correct", "train/completion_len/correct"),
+                           ("incorrect", "train/completion_len/incorrect"))),
+    ("entropy", (("entropy", "train/entropy"),)),
+    ("truncation and zero-std groups", (("truncated", "train/truncated_frac"), ("zero-std", "train/zero_std_frac"))),
+    ("reward vs held-out accuracy", (("reward", "reward/total/mean"), ("train acc", "train/accuracy"),
+                                     ("dev pass@1", "eval/dev/pass@1"), ("dev greedy", "eval/dev/greedy_acc"))),
+)  # fmt: skip
+
+
+def _drift(ev: dict[str, Any]) -> Figure | None:
+    s = ev.get("series") or {}
+    return _series_fig([(title, [(label, s.get(key)) for label, key in lines]) for title, lines in _DRIFT_PANELS])
+
+
+_DRAW: dict[str, Callable[[dict[str, Any]], Figure | None]] = {
+    "matched_compute": _compute,
+    "verifier": _verifier,
+    "reward_separation": _separation,
+    "contamination": _contamination,
+    "holdout": _holdout,
+    "drift": _drift,
+}
+
+
+def figures(checks: list[CheckResult]) -> dict[str, str]:
+    """`{check name: base64 PNG}` for the checks that have something to draw."""
+    out = {}
+    for c in checks:
+        draw = _DRAW.get(c.name)
+        try:
+            fig = draw(c.evidence) if draw else None
+        except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out, never fatal
+            plt.close("all")
+            fig = None
+        if fig is not None:
+            out[c.name] = _png(fig)
+    return out

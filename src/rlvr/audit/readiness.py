@@ -1,0 +1,133 @@
+"""`rlvr audit RUN_DIR`: gather the evidence that a GRPO result is publishable into one report.
+
+    result = run_audit("runs/demo/grpo", ["runs/demo/evals/base-test", "runs/demo/evals/grpo-test"])
+    result.status            # "pass" | "warn" | "fail": the worst of the seven checks
+    result.files["html"]     # runs/demo/grpo/audit/report.html (also report.md and audit.json)
+
+Reads only run folders. Without `eval_dirs`, evaluation folders near the run are used (its parent
+folder and one level below, e.g. the demo's `evals/*`); ablations are the `ablations` given plus
+sibling GRPO runs from the same base trained with only correctness or only format rewards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.audit.checks import run_checks
+from rlvr.audit.context import AuditContext
+from rlvr.audit.result import CheckResult, Status, worst
+from rlvr.audit.runs import (
+    AuditInputError,
+    assign_roles,
+    discover_ablations,
+    discover_evals,
+    load_eval_run,
+    load_train_run,
+)
+
+__all__ = ["AuditResult", "build_context", "run_audit"]
+
+SCHEMA = "rlvr.audit/1"
+
+
+@dataclass
+class AuditResult:
+    """The seven verdicts, the overall status and where the report files went."""
+
+    run_dir: Path
+    out_dir: Path
+    checks: list[CheckResult]
+    strict: bool = False
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    ablations: list[str] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+    @property
+    def status(self) -> Status:
+        return worst([c.status for c in self.checks])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(c.status == s for c in self.checks) for s in ("pass", "warn", "fail")}
+
+    @property
+    def exit_code(self) -> int:
+        """1 under `strict` when any check failed, else 0."""
+        return 1 if self.strict and any(c.status == "fail" for c in self.checks) else 0
+
+    def check(self, name: str) -> CheckResult:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "created": self.created,
+            "run_dir": str(self.run_dir),
+            "status": self.status,
+            "counts": self.counts,
+            "strict": self.strict,
+            "evaluations": self.evals,
+            "ablations": self.ablations,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def build_context(
+    run_dir: str | Path,
+    eval_dirs: Sequence[str | Path] = (),
+    ablations: Sequence[str | Path] = (),
+    *,
+    discover: bool = True,
+    second_verifier: bool = True,
+) -> AuditContext:
+    """Load the run, its evaluations and ablations, and tell which evaluation is of which model."""
+    run = load_train_run(Path(run_dir))
+    paths = [Path(p) for p in eval_dirs] or (discover_evals(run) if discover else [])
+    evals = [load_eval_run(p) for p in dict.fromkeys(paths)]
+    abl_paths = [Path(p) for p in ablations] + (discover_ablations(run) if discover else [])
+    abl_runs = []
+    for p in dict.fromkeys(q.resolve() for q in abl_paths):
+        if p != run.path.resolve():
+            abl_runs.append(load_train_run(p))
+    assign_roles(run, evals, abl_runs)
+    return AuditContext(run, evals, abl_runs, second_verifier=second_verifier)
+
+
+def run_audit(
+    run_dir: str | Path,
+    eval_dirs: Sequence[str | Path] = (),
+    out_dir: str | Path | None = None,
+    ablations: Sequence[str | Path] = (),
+    strict: bool = False,
+    *,
+    discover: bool = True,
+    second_verifier: bool = True,
+    plots: bool = True,
+) -> AuditResult:
+    """Run the seven checks and write `report.html`, `report.md` and `audit.json` into `out_dir`
+    (default `RUN_DIR/audit/`). Raises `AuditInputError` (one line) on unreadable run folders."""
+    from rlvr.audit.report import write_reports
+
+    ctx = build_context(run_dir, eval_dirs, ablations, discover=discover, second_verifier=second_verifier)
+    out = Path(out_dir) if out_dir is not None else ctx.run.path / "audit"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AuditInputError(f"{out}: cannot create the output folder: {e.strerror}") from None
+    result = AuditResult(
+        run_dir=ctx.run.path,
+        out_dir=out,
+        checks=run_checks(ctx),
+        strict=strict,
+        evals=[
+            {"name": e.name, "path": str(e.path), "role": e.role, "split": e.split, "task": e.task} for e in ctx.evals
+        ],
+        ablations=[str(a.path) for a in ctx.ablations],
+    )
+    result.files = write_reports(result, plots=plots)
+    return result

@@ -1,0 +1,325 @@
+"""Read run folders for the audit: the GRPO run, its evaluations and its ablations.
+
+The audit reads only what commands wrote into run folders (DESIGN.md, "Runs"): `config.yaml`,
+`manifest.json`, `metrics.jsonl`, `samples/train.jsonl`, and for evaluations `eval.json` and
+`samples.jsonl`. Bad input raises `AuditInputError` with a one-line message naming the file.
+
+Which evaluation is of which model: an evaluation's `model` (its config.yaml `model`, or the
+resolved `model` in eval.json) belongs to the run folder it points into: `X/model` and
+`X/checkpoints/step-N` both belong to run `X`. An evaluation of the audited run is `trained`, one of
+the run folder the train config's `model` names is `base`, one of an ablation run is `ablation`.
+Relative model paths are read against the working directory, then against each folder above the
+audited run (a demo run written with `--out runs/demo` names its base `runs/demo/base`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "AuditInputError",
+    "EvalRun",
+    "TrainRun",
+    "assign_roles",
+    "discover_ablations",
+    "discover_evals",
+    "eval_pairs",
+    "load_eval_run",
+    "load_train_run",
+    "model_key",
+    "read_rows",
+]
+
+CORRECTNESS_REWARDS = ("outcome", "process", "hybrid")
+FORMAT_REWARDS = ("format_exact", "format_approx", "format_gsm8k")
+
+
+class AuditInputError(ValueError):
+    """A run folder the audit cannot read; the message is one line naming the file."""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise AuditInputError(f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise AuditInputError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise AuditInputError(f"{path}: expected a JSON object")
+    return data
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise AuditInputError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise AuditInputError(f"{path}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise AuditInputError(f"{path}: expected a YAML mapping")
+    return data
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Objects of a JSONL file (missing file: none); a bad line raises AuditInputError."""
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise AuditInputError(f"{path}:{i}: invalid JSON: {e.msg}") from None
+                if isinstance(row, dict):
+                    rows.append(row)
+    return rows
+
+
+def _num(value: Any) -> float:
+    """A logged number, or NaN (metrics.jsonl writes NaN as null)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return float(value)
+
+
+@dataclass
+class TrainRun:
+    """A GRPO run folder: resolved config, manifest and per-step metrics."""
+
+    path: Path
+    config: dict[str, Any]
+    manifest: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    _samples: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def rewards(self) -> list[dict[str, Any]]:
+        """`[{name, weight, params}]` from config.yaml, defaults filled in."""
+        out = []
+        for spec in self.config.get("rewards") or []:
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+                out.append(
+                    {"name": spec["name"], "weight": _num(spec.get("weight", 1.0)), "params": spec.get("params")}
+                )
+        return out
+
+    def series(self, key: str) -> tuple[list[int], list[float]]:
+        """Steps and values of one metrics key (NaN where the step did not log it)."""
+        steps = [int(r.get("step", i + 1)) for i, r in enumerate(self.metrics)]
+        return steps, [_num(r.get(key)) for r in self.metrics]
+
+    def samples(self) -> list[dict[str, Any]]:
+        """Rows of samples/train.jsonl (read once)."""
+        if self._samples is None:
+            self._samples = read_rows(self.path / "samples" / "train.jsonl")
+        return self._samples
+
+
+@dataclass
+class EvalRun:
+    """An evaluation folder; `role` is trained, base, ablation or other (see the module docstring)."""
+
+    path: Path
+    config: dict[str, Any]
+    manifest: dict[str, Any]
+    result: dict[str, Any]
+    role: str = "other"
+    ablation: str | None = None
+    checkpoint: bool = False
+    keys: list[Path] = field(default_factory=list)
+    _samples: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def split(self) -> str:
+        return str(self.result.get("split") or self.config.get("split") or "?")
+
+    @property
+    def task(self) -> str:
+        return str(self.result.get("task") or self.config.get("task") or "?")
+
+    @property
+    def group(self) -> tuple[str, str, str, str]:
+        """Evaluations in the same group scored the same problems."""
+        preset = str(self.result.get("preset") or self.config.get("preset") or "")
+        return (self.task, preset, self.split, str(self.result.get("data_hash") or ""))
+
+    def metric(self, name: str) -> dict[str, Any] | None:
+        m = (self.result.get("metrics") or {}).get(name)
+        return m if isinstance(m, dict) and isinstance(m.get("value"), int | float) else None
+
+    def samples(self) -> list[dict[str, Any]]:
+        """Rows of samples.jsonl (read once)."""
+        if self._samples is None:
+            self._samples = read_rows(self.path / "samples.jsonl")
+        return self._samples
+
+
+def load_train_run(path: Path) -> TrainRun:
+    """A GRPO run folder; AuditInputError when it is not one."""
+    path = Path(path)
+    if not path.is_dir():
+        raise AuditInputError(f"{path}: no such run folder")
+    if not (path / "config.yaml").is_file():
+        raise AuditInputError(f"{path}: not a run folder (no config.yaml)")
+    config = _read_yaml(path / "config.yaml")
+    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+    if manifest.get("command") not in (None, "train") or not isinstance(config.get("rewards"), list):
+        what = manifest.get("command") or "unknown"
+        raise AuditInputError(f"{path}: not a GRPO training run (command {what!r}, no rewards in config.yaml)")
+    if not (path / "metrics.jsonl").is_file():
+        raise AuditInputError(f"{path}: no metrics.jsonl")
+    return TrainRun(path, config, manifest, read_rows(path / "metrics.jsonl"))
+
+
+def load_eval_run(path: Path) -> EvalRun:
+    """An evaluation folder; AuditInputError when it has no readable eval.json."""
+    path = Path(path)
+    if not (path / "eval.json").is_file():
+        raise AuditInputError(f"{path}: not an evaluation folder (no eval.json)")
+    result = _read_json(path / "eval.json")
+    if not isinstance(result.get("metrics"), dict):
+        raise AuditInputError(f"{path / 'eval.json'}: field 'metrics': missing or not an object")
+    config = _read_yaml(path / "config.yaml") if (path / "config.yaml").is_file() else {}
+    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+    return EvalRun(path, config, manifest, result)
+
+
+def _resolve(spec: str, anchors: list[Path]) -> Path:
+    p = Path(spec).expanduser()
+    if p.is_absolute():
+        return p.resolve()
+    for anchor in anchors:
+        if (anchor / p).exists():
+            return (anchor / p).resolve()
+    return p.resolve()
+
+
+def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Path | None:
+    """The run folder a model path belongs to: `X/model` and `X/checkpoints/step-N` give `X`.
+
+    >>> str(model_key("/runs/grpo/checkpoints/step-000100")), str(model_key("/runs/base/model"))
+    ('/runs/grpo', '/runs/base')
+    """
+    if spec is None or str(spec) in ("", "tiny"):
+        return None
+    p = _resolve(str(spec), [Path.cwd(), *(anchors or [])])
+    parts = p.parts
+    if "checkpoints" in parts:
+        return Path(*parts[: len(parts) - 1 - parts[::-1].index("checkpoints")])
+    return p.parent if p.name == "model" else p
+
+
+def _eval_keys(ev: EvalRun, anchors: list[Path]) -> list[Path]:
+    specs = [ev.config.get("model"), ev.result.get("model")]
+    return [k for k in (model_key(s, anchors) for s in specs if isinstance(s, str)) if k is not None]
+
+
+def assign_roles(run: TrainRun, evals: list[EvalRun], ablations: list[TrainRun]) -> None:
+    """Set each evaluation's `role` (trained, base, ablation, other) in place."""
+    anchors = [run.path.resolve(), *run.path.resolve().parents]
+    trained = model_key(run.path, anchors)
+    base = model_key(run.config.get("model"), anchors)
+    abl = {model_key(a.path, anchors): a.name for a in ablations}
+    for ev in evals:
+        ev.keys = _eval_keys(ev, anchors)
+        specs = [str(s) for s in (ev.config.get("model"), ev.result.get("model")) if isinstance(s, str)]
+        ev.checkpoint = any("checkpoints" in Path(s).parts for s in specs)
+        if trained in ev.keys:
+            ev.role = "trained"
+        elif base is not None and base in ev.keys:
+            ev.role = "base"
+        elif any(k in abl for k in ev.keys):
+            ev.role, ev.ablation = "ablation", next(abl[k] for k in ev.keys if k in abl)
+        else:
+            ev.role = "other"
+
+
+def eval_pairs(evals: list[EvalRun]) -> list[tuple[EvalRun, EvalRun]]:
+    """(base, trained) evaluations of the same problems, one pair per split; the final model's
+    evaluation is preferred over a checkpoint's."""
+    pairs = []
+    groups = sorted({ev.group for ev in evals}, key=lambda g: (g[2] != "test", g))
+    for group in groups:
+        base = sorted((e for e in evals if e.group == group and e.role == "base"), key=lambda e: str(e.path))
+        trained = sorted(
+            (e for e in evals if e.group == group and e.role == "trained"), key=lambda e: (e.checkpoint, str(e.path))
+        )
+        if base and trained:
+            pairs.append((base[0], trained[0]))
+    return pairs
+
+
+def discover_evals(run: TrainRun, max_depth: int = 2) -> list[Path]:
+    """Evaluation folders near the run (its parent folder, up to `max_depth` levels down): used
+    when no `--eval` is given, e.g. the demo's `runs/demo/evals/*` next to `runs/demo/grpo`."""
+    root = run.path.resolve().parent
+    found = []
+    frontier = [root]
+    for _ in range(max_depth):
+        nxt = []
+        for folder in frontier:
+            for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+                if (child / "eval.json").is_file():
+                    found.append(child)
+                elif child.name not in ("checkpoints", "model", "samples", "audit"):
+                    nxt.append(child)
+        frontier = nxt
+    return found
+
+
+def reward_kind(name: str) -> str:
+    """`correctness`, `format` or `other` for a registry reward name.
+
+    >>> reward_kind("hybrid_0.5"), reward_kind("format_gsm8k"), reward_kind("length")
+    ('correctness', 'format', 'other')
+    """
+    if name.startswith(CORRECTNESS_REWARDS):
+        return "correctness"
+    if name.startswith(FORMAT_REWARDS):
+        return "format"
+    return "other"
+
+
+def ablation_kind(run: TrainRun) -> str | None:
+    """`correctness-only` or `format-only` when every reward of the run is of that kind."""
+    kinds = {reward_kind(r["name"]) for r in run.rewards}
+    if kinds == {"correctness"}:
+        return "correctness-only"
+    if kinds == {"format"}:
+        return "format-only"
+    return None
+
+
+def discover_ablations(run: TrainRun) -> list[Path]:
+    """Sibling GRPO runs from the same base whose rewards are all correctness or all format."""
+    out = []
+    anchors = [run.path.resolve(), *run.path.resolve().parents]
+    base = model_key(run.config.get("model"), anchors)
+    for child in sorted(p for p in run.path.resolve().parent.iterdir() if p.is_dir()):
+        if child == run.path.resolve() or not (child / "config.yaml").is_file():
+            continue
+        try:
+            other = load_train_run(child)
+        except AuditInputError:
+            continue
+        if model_key(other.config.get("model"), anchors) == base and ablation_kind(other) is not None:
+            out.append(child)
+    return out

@@ -1,0 +1,95 @@
+"""Reward separation: how much of the training reward came from correctness and how much from format.
+
+Each configured reward `j` (config.yaml `rewards: [{name, weight}]`) contributes `w_j * mean_j(t)` at
+step `t` (metrics.jsonl `reward/<name>/mean`). Its **share** is `sum_t |w_j mean_j(t)|` over the sum
+for all rewards; its **gain** is the late-minus-early window change of `w_j mean_j` (the windows of
+`drift.window_means`). Correctness rewards: `outcome`, `process`, `hybrid*`; format rewards:
+`format_exact`, `format_approx`, `format_gsm8k`; anything else is `other`.
+
+Ablations are runs of the same base trained with a correctness-only or format-only reward
+(`rlvr train --preset correctness-only|format-only`); their evaluations are compared with the
+audited run's on the same split.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rlvr.audit.drift import window_means
+from rlvr.audit.runs import EvalRun, TrainRun, ablation_kind, reward_kind
+
+__all__ = ["ablation_rows", "reward_shares"]
+
+
+def _metric_names(run: TrainRun) -> list[str]:
+    """The metrics name of each configured reward (the trainer suffixes `_i` when names repeat)."""
+    names = [r["name"] for r in run.rewards]
+    return names if len(set(names)) == len(names) else [f"{n}_{i}" for i, n in enumerate(names)]
+
+
+def reward_shares(run: TrainRun) -> dict[str, Any]:
+    """Per reward and per kind: weight, share of the total |weighted reward| over training, gain."""
+    rows = []
+    series: dict[str, dict[str, list[Any]]] = {}
+    for spec, key in zip(run.rewards, _metric_names(run), strict=True):
+        steps, vals = run.series(f"reward/{key}/mean")
+        w = spec["weight"] if math.isfinite(spec["weight"]) else 0.0
+        contrib = [w * v for v in vals]
+        early, late, n = window_means(contrib)
+        mass = sum(abs(c) for c in contrib if math.isfinite(c))
+        rows.append({"reward": key, "kind": reward_kind(spec["name"]), "weight": w, "steps": n, "mass": mass,
+                     "early": early, "late": late, "gain": late - early if n else math.nan})  # fmt: skip
+        series[key] = {"steps": steps, "values": [round(c, 5) if math.isfinite(c) else None for c in contrib]}
+    total = sum(r["mass"] for r in rows)
+    for r in rows:
+        r["share"] = r["mass"] / total if total > 0 else math.nan
+    kinds: dict[str, dict[str, Any]] = {}
+    for kind in ("correctness", "format", "other"):
+        part = [r for r in rows if r["kind"] == kind]
+        gains = [r["gain"] for r in part if math.isfinite(r["gain"])]
+        kinds[kind] = {
+            "share": sum(r["mass"] for r in part) / total if total > 0 else (math.nan if part else 0.0),
+            "gain": sum(gains) if gains else 0.0,
+            "rewards": [r["reward"] for r in part],
+        }
+    pos_gain = sum(max(0.0, k["gain"]) for k in kinds.values())
+    for k in kinds.values():
+        k["gain_share"] = max(0.0, k["gain"]) / pos_gain if pos_gain > 0 else math.nan
+    return {"rewards": rows, "kinds": kinds, "total_mass": total, "series": series}
+
+
+def _late(run: TrainRun, key: str) -> float | None:
+    early, late, n = window_means(run.series(key)[1])
+    return late if n else None
+
+
+def _eval_value(evals: list[EvalRun], split: str, metric: str = "pass@1") -> float | None:
+    for ev in evals:
+        m = ev.metric(metric)
+        if ev.split == split and m is not None:
+            return float(m["value"])
+    return None
+
+
+def ablation_rows(run: TrainRun, ablations: list[TrainRun], evals: list[EvalRun]) -> list[dict[str, Any]]:
+    """The audited run and each ablation side by side: rewards, late training accuracy, late dev
+    pass@1, and evaluated pass@1 per split."""
+    trained = [e for e in evals if e.role == "trained"]
+    splits = sorted({e.split for e in evals if e.role in ("trained", "ablation")}, key=lambda s: (s != "test", s))
+    out = []
+    for r, kind, evs in [(run, "audited run", trained)] + [
+        (a, ablation_kind(a) or "ablation", [e for e in evals if e.role == "ablation" and e.ablation == a.name])
+        for a in ablations
+    ]:
+        out.append(
+            {
+                "run": r.name,
+                "kind": kind,
+                "rewards": ", ".join(f"{x['name']}x{x['weight']:g}" for x in r.rewards),
+                "train_accuracy": _late(r, "train/accuracy"),
+                "dev_pass@1": _late(r, "eval/dev/pass@1"),
+                **{f"{s}_pass@1": _eval_value(evs, s) for s in splits},
+            }
+        )
+    return out

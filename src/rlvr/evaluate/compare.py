@@ -1,0 +1,488 @@
+"""`rlvr compare`: several evaluations side by side, paired on shared problems, at equal token budgets.
+
+Reads only the `eval.json` of each evaluation folder (`rlvr eval` writes it). The first folder is
+the baseline; by default each other run is compared with it (`pairs="baseline"`), or every pair
+with `pairs="all"`. For each pair, on the problems both evaluated (matched by problem id):
+
+- sampled pass@1: per-problem p_i = c_i / n_i; the mean paired difference d = mean(p_B - p_A)
+  with a bootstrap CI (`paired_diff_ci`) and a two-sided paired sign-flip permutation p-value;
+- greedy accuracy (when both have it): the paired difference with a bootstrap CI and McNemar's
+  test on the discordant problems;
+- budget-matched pass@k: each pass@k of A beside the pass@k' of B whose tokens per problem are
+  closest (and vice versa), with the paired difference of per-problem unbiased pass@k.
+
+All p-values of one comparison (every pair, both tests) form one family and are adjusted with Holm
+(default) or Bonferroni. A headline row whose two runs differ in tokens per sample by more than
+`budget_tolerance` (ratio larger/smaller > 1 + tol) is flagged as not budget-matched.
+
+    c = compare_runs([Path("runs/eval-base"), Path("runs/eval-grpo")], out=Path("runs/compare"))
+    print(format_comparison(c))
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import itertools
+import json
+import math
+import re
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from rlvr.evaluate.metrics import pass_at_k_array
+from rlvr.evaluate.stats import bonferroni, holm, mcnemar, paired_diff_ci
+
+__all__ = [
+    "BudgetMatch",
+    "CompareError",
+    "Comparison",
+    "Correction",
+    "PairedTest",
+    "Pairs",
+    "RunSummary",
+    "budget_ratio",
+    "compare_runs",
+    "comparison_tables",
+    "format_comparison",
+    "render_comparison",
+    "sign_flip_pvalue",
+    "write_comparison",
+]
+
+Correction = Literal["holm", "bonferroni"]
+Pairs = Literal["baseline", "all"]
+_CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}
+_EXACT_SIGN_FLIP_MAX = 16  # nonzero differences up to which all 2^m sign patterns are enumerated
+_SIGN_FLIP_DRAWS = 10_000
+_PASS_RE = re.compile(r"^pass@(\d+)$")
+
+
+class CompareError(ValueError):
+    """Evaluations that cannot be compared (different task or split, no shared problems, bad file)."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One evaluation: where it came from and each metric's value, CI and tokens per problem."""
+
+    name: str
+    path: str
+    model: str
+    task: str
+    preset: str | None
+    split: str
+    data_hash: str | None
+    n_problems: int
+    n_samples: int
+    tokens_per_sample: float
+    metrics: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired test of run `b` against run `a` on their `n_problems` shared problems.
+
+    `diff` = value_b - value_a with bootstrap interval `ci`; `pvalue` is raw, `pvalue_adj` adjusted
+    over the whole family. `budget_ratio` = larger / smaller tokens per problem of the two rows.
+    """
+
+    a: str
+    b: str
+    metric: str
+    n_problems: int
+    value_a: float
+    value_b: float
+    diff: float
+    ci: tuple[float, float]
+    test: str
+    pvalue: float
+    pvalue_adj: float
+    tokens_a: float
+    tokens_b: float
+    budget_ratio: float
+    budget_matched: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BudgetMatch:
+    """pass@k_a of run `a` vs the pass@k_b of run `b` with the closest tokens per problem.
+
+    `matched` iff `ratio` = max(tokens) / min(tokens) <= 1 + budget_tolerance. `diff` is the mean
+    paired difference of per-problem unbiased pass@k (b - a) on the shared problems, `ci` its
+    bootstrap interval (descriptive: not in the corrected family).
+    """
+
+    a: str
+    b: str
+    metric_a: str
+    metric_b: str
+    tokens_a: float
+    tokens_b: float
+    value_a: float
+    value_b: float
+    ratio: float
+    matched: bool
+    diff: float
+    ci: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything `compare_runs` found; `to_json()` is what `compare.json` holds."""
+
+    runs: list[RunSummary]
+    tests: list[PairedTest]
+    budget_matches: list[BudgetMatch]
+    correction: str
+    pairs: str
+    budget_tolerance: float
+    seed: int
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (tuples become lists)."""
+        return json.loads(json.dumps(asdict(self)))
+
+
+def budget_ratio(tokens_a: float, tokens_b: float) -> float:
+    """max / min of two token budgets (1.0 = equal; inf when exactly one is 0).
+
+    >>> round(budget_ratio(118.0, 121.0), 4), budget_ratio(30.0, 90.0)
+    (1.0254, 3.0)
+    """
+    lo, hi = sorted((float(tokens_a), float(tokens_b)))
+    if hi == 0.0:
+        return 1.0
+    return math.inf if lo == 0.0 else hi / lo
+
+
+def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_FLIP_DRAWS) -> float:
+    """Two-sided paired permutation (sign-flip) test that the mean paired difference is 0.
+
+    Under H0 each difference d_i is equally likely to be +|d_i| or -|d_i|, so with S = sum_i d_i,
+    p = P(|sum_i s_i |d_i|| >= |S|) over independent uniform signs s_i. Zero differences do not
+    change S and are dropped. Exact (all 2^m patterns) for m <= 16 nonzero differences, otherwise
+    `draws` random patterns from `np.random.default_rng(seed)` with p = (1 + hits) / (1 + draws).
+    On 0/1 outcomes this is the exact McNemar (sign) test.
+
+    >>> sign_flip_pvalue([1, 1, 1, 0, 0])  # 2 of the 8 sign patterns reach |S| = 3
+    0.25
+    >>> sign_flip_pvalue([0.5, -0.25, 0.0])  # |+-0.5 +-0.25| >= 0.25 always
+    1.0
+    """
+    d = np.asarray(diffs, dtype=np.float64).ravel()
+    d = np.abs(d[d != 0.0])  # (m,)
+    if d.size == 0:
+        return 1.0
+    observed = abs(float(np.asarray(diffs, dtype=np.float64).sum()))
+    tol = 1e-9 * max(1.0, float(d.sum()))
+    if d.size <= _EXACT_SIGN_FLIP_MAX:
+        bits = (np.arange(2**d.size)[:, None] >> np.arange(d.size)[None, :]) & 1  # (2^m, m)
+        sums = np.abs((1 - 2 * bits) @ d)  # (2^m,)
+        return float(np.mean(sums >= observed - tol))
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, d.size))  # (D, m)
+    hits = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+    return (1 + hits) / (1 + draws)
+
+
+def _load_eval(path: Path) -> dict[str, Any]:
+    file = path / "eval.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise CompareError(f"{path}: no eval.json (not an evaluation folder)") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise CompareError(f"{file}: cannot read: {e}") from None
+    for key in ("task", "split", "metrics", "per_problem"):
+        if key not in data:
+            raise CompareError(f"{file}: missing key {key!r} (not an rlvr eval.json)")
+    return data
+
+
+def _names(paths: list[Path]) -> list[str]:
+    """Folder names, or longer path tails where names repeat."""
+    for depth in range(1, 8):
+        names = ["/".join(p.resolve().parts[-depth:]) for p in paths]
+        if len(set(names)) == len(names):
+            return names
+    return [f"{i}:{p}" for i, p in enumerate(paths)]
+
+
+def _summary(name: str, path: Path, e: dict[str, Any]) -> RunSummary:
+    return RunSummary(
+        name=name, path=str(path), model=str(e.get("model", "")), task=e["task"], preset=e.get("preset"),
+        split=e["split"], data_hash=e.get("data_hash"), n_problems=int(e.get("n_problems", len(e["per_problem"]))),
+        n_samples=int(e.get("n_samples", 0)), tokens_per_sample=float(e.get("tokens_per_sample", 0.0)),
+        metrics=e["metrics"],
+    )  # fmt: skip
+
+
+def _check_compatible(runs: list[RunSummary]) -> list[str]:
+    """Raise on a task, preset or split mismatch; return warnings (data hash differs)."""
+    base = runs[0]
+    for r in runs[1:]:
+        for attr in ("task", "preset", "split"):
+            if getattr(r, attr) != getattr(base, attr):
+                raise CompareError(
+                    f"{r.name} was evaluated on {attr} {getattr(r, attr)!r}, {base.name} on "
+                    f"{getattr(base, attr)!r}; only evaluations of the same task, preset and split compare"
+                )
+    out = []
+    for r in runs[1:]:
+        if r.data_hash != base.data_hash:
+            out.append(
+                f"data_hash differs: {base.name} {base.data_hash} vs {r.name} {r.data_hash}; paired on shared ids"
+            )
+    return out
+
+
+def _shared(ea: dict[str, Any], eb: dict[str, Any], na: str, nb: str) -> tuple[list[dict], list[dict], list[str]]:
+    """Per-problem rows of a and b on their shared ids (in a's order), and warnings."""
+    pb = {r["id"]: r for r in eb["per_problem"]}
+    rows_a = [r for r in ea["per_problem"] if r["id"] in pb]
+    if not rows_a:
+        raise CompareError(f"{na} and {nb} share no problems (problem ids do not overlap)")
+    rows_b = [pb[r["id"]] for r in rows_a]
+    notes = []
+    if len(rows_a) < max(len(ea["per_problem"]), len(eb["per_problem"])):
+        notes.append(
+            f"{na} vs {nb}: paired on {len(rows_a)} shared problems "
+            f"({len(ea['per_problem'])} and {len(eb['per_problem'])} evaluated)"
+        )
+    return rows_a, rows_b, notes
+
+
+def _pass_ks(metrics: dict[str, Any]) -> list[int]:
+    return sorted(int(m.group(1)) for name in metrics if (m := _PASS_RE.match(name)))
+
+
+def _per_problem_pass(rows: list[dict], k: int) -> npt.NDArray[np.float64]:
+    """Unbiased pass@k of each problem, shape (P,)."""
+    n = np.array([r["n"] for r in rows], dtype=np.int64)
+    c = np.array([r["correct"] for r in rows], dtype=np.int64)
+    return pass_at_k_array(n, c, k)
+
+
+def _mean_tokens(rows: list[dict]) -> float:
+    return float(np.mean([r["tokens"] for r in rows]))
+
+
+def _headline_tests(
+    names: tuple[str, str], e: tuple[dict, dict], rows: tuple[list[dict], list[dict]], tol: float, seed: int, nres: int
+) -> list[PairedTest]:
+    """Sampled pass@1 (sign-flip test) and greedy (McNemar) for one pair; p-values not yet adjusted."""
+    (na, nb), (ea, eb), (ra, rb) = names, e, rows
+    pa, pb = _per_problem_pass(ra, 1), _per_problem_pass(rb, 1)
+    diff, low, high = paired_diff_ci(pa, pb, n_resamples=nres, seed=seed)
+    ta, tb = _mean_tokens(ra), _mean_tokens(rb)
+    ratio = budget_ratio(ta, tb)
+    make = functools.partial(PairedTest, a=na, b=nb, n_problems=len(ra), pvalue_adj=math.nan)
+    out = [
+        make(
+            metric="pass@1", value_a=float(pa.mean()), value_b=float(pb.mean()), diff=diff, ci=(low, high),
+            test="sign-flip permutation", pvalue=sign_flip_pvalue(pb - pa, seed=seed), tokens_a=ta, tokens_b=tb,
+            budget_ratio=ratio, budget_matched=ratio <= 1 + tol,
+        )
+    ]  # fmt: skip
+    if all("greedy" in r for r in (*ra, *rb)):
+        ga = np.array([r["greedy"] for r in ra], dtype=bool)
+        gb = np.array([r["greedy"] for r in rb], dtype=bool)
+        diff, low, high = paired_diff_ci(ga.astype(float), gb.astype(float), n_resamples=nres, seed=seed)
+        m = mcnemar(ga.tolist(), gb.tolist())
+        gta = float(ea["metrics"].get("greedy", {}).get("tokens_per_problem", math.nan))
+        gtb = float(eb["metrics"].get("greedy", {}).get("tokens_per_problem", math.nan))
+        g_ratio = budget_ratio(gta, gtb) if not (math.isnan(gta) or math.isnan(gtb)) else math.nan
+        out.append(
+            make(
+                metric="greedy", value_a=float(ga.mean()), value_b=float(gb.mean()), diff=diff,
+                ci=(low, high), test="McNemar" + (" exact" if m.exact else " chi2"), pvalue=m.pvalue, tokens_a=gta,
+                tokens_b=gtb, budget_ratio=g_ratio, budget_matched=bool(g_ratio <= 1 + tol),
+                detail={"b01": m.b01, "b10": m.b10},
+            )
+        )  # fmt: skip
+    return out
+
+
+def _budget_matches(
+    names: tuple[str, str], e: tuple[dict, dict], rows: tuple[list[dict], list[dict]], tol: float, seed: int, nres: int
+) -> list[BudgetMatch]:
+    """For each reported pass@k of either run, the other run's pass@k' with the closest budget.
+
+    Tokens per problem of pass@k = k * mean tokens per sample over the shared problems. k' ranges
+    over 1..n of the other run (per-problem unbiased pass@k' is exact for any k' <= n); closest
+    means the smallest |log(tokens' / tokens)|, ties to the smaller k'. A pair found from both
+    sides is listed once; rows are ordered by A's k, then B's.
+    """
+    (na, nb), (ea, eb), (ra, rb) = names, e, rows
+    n_a, n_b = min(r["n"] for r in ra), min(r["n"] for r in rb)
+    ta, tb = _mean_tokens(ra), _mean_tokens(rb)
+
+    def closest(k: int, t_from: float, n_to: int, t_to: float) -> int:
+        return min(range(1, n_to + 1), key=lambda j: (abs(math.log(max(j * t_to, 1e-9) / max(k * t_from, 1e-9))), j))
+
+    found = {(k, closest(k, ta, n_b, tb)) for k in _pass_ks(ea["metrics"]) if k <= n_a}
+    found |= {(closest(k, tb, n_a, ta), k) for k in _pass_ks(eb["metrics"]) if k <= n_b}
+    out = []
+    for ka, kb in sorted(found):
+        va, vb = _per_problem_pass(ra, ka), _per_problem_pass(rb, kb)
+        diff, low, high = paired_diff_ci(va, vb, n_resamples=nres, seed=seed)
+        ratio = budget_ratio(ka * ta, kb * tb)
+        out.append(
+            BudgetMatch(
+                a=na, b=nb, metric_a=f"pass@{ka}", metric_b=f"pass@{kb}", tokens_a=ka * ta, tokens_b=kb * tb,
+                value_a=float(va.mean()), value_b=float(vb.mean()), ratio=ratio, matched=ratio <= 1 + tol,
+                diff=diff, ci=(low, high),
+            )
+        )  # fmt: skip
+    return out
+
+
+def compare_runs(
+    paths: list[Path],
+    *,
+    correction: Correction = "holm",
+    pairs: Pairs = "baseline",
+    seed: int = 0,
+    budget_tolerance: float = 0.1,
+    ci_resamples: int = 2000,
+    out: Path | None = None,
+) -> Comparison:
+    """Compare evaluation folders; the first is the baseline. Writes `out/compare.json` when `out`.
+
+    Raises CompareError for fewer than two runs, an unreadable eval.json, a different task, preset
+    or split, or a pair with no shared problem ids. A differing data_hash or a partial overlap is a
+    warning (`warnings.warn` and `Comparison.warnings`).
+    """
+    if correction not in _CORRECTIONS:
+        raise CompareError(f"correction must be one of {', '.join(_CORRECTIONS)}, got {correction!r}")
+    if pairs not in ("baseline", "all"):
+        raise CompareError(f"pairs must be 'baseline' or 'all', got {pairs!r}")
+    if budget_tolerance < 0:
+        raise CompareError(f"budget_tolerance must be >= 0, got {budget_tolerance}")
+    paths = [Path(p) for p in paths]
+    if len(paths) < 2:
+        raise CompareError(f"compare needs at least two evaluation folders, got {len(paths)}")
+    evals = [_load_eval(p) for p in paths]
+    names = _names(paths)
+    runs = [_summary(n, p, e) for n, p, e in zip(names, paths, evals, strict=True)]
+    notes = _check_compatible(runs)
+    index_pairs = (
+        [(0, j) for j in range(1, len(runs))]
+        if pairs == "baseline"
+        else list(itertools.combinations(range(len(runs)), 2))
+    )
+    tests: list[PairedTest] = []
+    matches: list[BudgetMatch] = []
+    for i, j in index_pairs:
+        rows_a, rows_b, shared_notes = _shared(evals[i], evals[j], names[i], names[j])
+        notes += shared_notes
+        nm, rows = (names[i], names[j]), (rows_a, rows_b)
+        tests += _headline_tests(nm, (evals[i], evals[j]), rows, budget_tolerance, seed, ci_resamples)
+        matches += _budget_matches(nm, (evals[i], evals[j]), rows, budget_tolerance, seed, ci_resamples)
+    adjusted = _CORRECTIONS[correction]([t.pvalue for t in tests])
+    tests = [replace(t, pvalue_adj=p) for t, p in zip(tests, adjusted, strict=True)]
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    result = Comparison(runs, tests, matches, correction, pairs, budget_tolerance, seed, notes)
+    if out is not None:
+        write_comparison(result, out)
+    return result
+
+
+def write_comparison(c: Comparison, out_dir: Path) -> Path:
+    """Write `compare.json` (`Comparison.to_json()`) into `out_dir`; returns its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "compare.json"
+    path.write_text(json.dumps(c.to_json(), indent=2, allow_nan=True) + "\n")
+    return path
+
+
+def _ci(ci: tuple[float, float] | list[float], signed: bool = True) -> str:
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(ci[0])}..{f.format(ci[1])}"
+
+
+def _budget(matched: bool, ratio: float) -> str:
+    return "ok" if matched else f"NO {ratio:.2f}x"
+
+
+def comparison_tables(c: Comparison) -> list[Any]:
+    """Rich tables: the runs' metrics, then per pair its paired tests and its budget-matched pass@k."""
+    from rich import box
+    from rich.table import Table
+
+    def table(title: str, cols: tuple[str, ...]) -> Table:
+        return Table(*cols, title=title, box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
+
+    runs = table("Runs: each metric on the run's own problems", ("run", "metric", "value", "95% CI", "tok/problem"))
+    for r in c.runs:
+        for name, v in r.metrics.items():
+            runs.add_row(r.name, name, f"{v['value']:.3f}", _ci(v["ci"], False), f"{v['tokens_per_problem']:.1f}")
+    out = [runs]
+    for a, b in dict.fromkeys((t.a, t.b) for t in c.tests):
+        tests = [t for t in c.tests if (t.a, t.b) == (a, b)]
+        pt = table(
+            f"B = {b} vs A = {a}: paired on {tests[0].n_problems} shared problems",
+            ("metric", "A", "B", "B-A", "95% CI", "p", "p adj", "budget"),
+        )
+        for t in tests:
+            pt.add_row(
+                t.metric, f"{t.value_a:.3f}", f"{t.value_b:.3f}", f"{t.diff:+.3f}", _ci(t.ci), f"{t.pvalue:.3g}",
+                f"{t.pvalue_adj:.3g}", _budget(t.budget_matched, t.budget_ratio),
+            )  # fmt: skip
+        bt = table(
+            f"B = {b} vs A = {a}: pass@k at the closest token budgets",
+            ("A", "tok", "B", "tok", "A", "B", "B-A", "95% CI", "budget"),
+        )
+        for m in (m for m in c.budget_matches if (m.a, m.b) == (a, b)):
+            bt.add_row(
+                m.metric_a, f"{m.tokens_a:.1f}", m.metric_b, f"{m.tokens_b:.1f}", f"{m.value_a:.3f}",
+                f"{m.value_b:.3f}", f"{m.diff:+.3f}", _ci(m.ci), _budget(m.matched, m.ratio),
+            )  # fmt: skip
+        out += [pt, bt]
+    return out
+
+
+def render_comparison(c: Comparison, console: Any) -> None:
+    """Print to a rich Console: the tables, a line per budget-matched pair at different k, a
+    line per headline test that is not budget-matched, then the warnings."""
+    for table in comparison_tables(c):
+        console.print(table)
+    console.print(
+        f"p: sign-flip permutation (pass@1), McNemar (greedy); p adj: {c.correction} over all {len(c.tests)} "
+        f"tests; budget ok: token ratio <= {1 + c.budget_tolerance:.2f}",
+        highlight=False,
+    )
+    for m in c.budget_matches:
+        if m.matched and m.metric_a != m.metric_b:
+            console.print(
+                f"budget-matched: {m.metric_a} of {m.a} ({m.tokens_a:.0f} tokens/problem) vs {m.metric_b} of {m.b} "
+                f"({m.tokens_b:.0f} tokens/problem): {m.value_a:.3f} vs {m.value_b:.3f}",
+                highlight=False,
+            )
+    for t in c.tests:
+        if not t.budget_matched:
+            console.print(
+                f"not budget-matched: {t.metric} of {t.b} uses {t.tokens_b / max(t.tokens_a, 1e-9):.2f}x the tokens "
+                f"of {t.a} ({t.tokens_b:.0f} vs {t.tokens_a:.0f} per problem); read the budget-matched rows",
+                highlight=False,
+            )
+    for w in c.warnings:
+        console.print(f"warning: {w}", highlight=False)
+
+
+def format_comparison(c: Comparison, width: int = 160) -> str:
+    """`render_comparison` as plain text (no colour), `width` columns wide."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    render_comparison(c, Console(file=buf, width=width, color_system=None, force_terminal=False))
+    return buf.getvalue()

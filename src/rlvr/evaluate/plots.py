@@ -1,0 +1,176 @@
+"""PNG plots of evaluations: pass@k against k, and accuracy against the token budget.
+
+Reads `eval.json` metrics (`{"pass@k" | "maj@k" | "greedy": {value, ci, k, tokens_per_problem}}`)
+and draws with matplotlib's Agg canvas directly (no pyplot, no display, no global state). Output
+is deterministic: fixed size and dpi, no timestamp or software tag in the PNG metadata.
+
+    write_eval_plots(Path("runs/eval"))             # pass_at_k.png, accuracy_vs_tokens.png there
+    write_compare_plots([base, grpo], Path("runs/compare"))
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+__all__ = ["metric_series", "plot_accuracy_vs_tokens", "plot_pass_at_k", "write_compare_plots", "write_eval_plots"]
+
+_METRIC_RE = re.compile(r"^(pass|maj)@(\d+)$")
+_FIGSIZE = (6.0, 4.0)  # inches
+_DPI = 100
+_PNG_METADATA = {"Software": None}  # drop matplotlib's version tag so files depend only on the data
+
+Series = list[tuple[int, float, float, float, float]]  # (k, value, ci_low, ci_high, tokens_per_problem)
+
+
+def metric_series(metrics: dict[str, Any], family: str) -> Series:
+    """Points of one metric family (`"pass"` or `"maj"`), sorted by k.
+
+    maj@1 is pass@1 (one vote), so the maj series starts from pass@1 when it is present.
+
+    >>> m = {"pass@1": {"value": .2, "ci": [.1, .3], "tokens_per_problem": 10.0},
+    ...      "maj@2": {"value": .25, "ci": [.15, .35], "tokens_per_problem": 20.0}}
+    >>> metric_series(m, "maj")
+    [(1, 0.2, 0.1, 0.3, 10.0), (2, 0.25, 0.15, 0.35, 20.0)]
+    """
+    out = []
+    for name, m in metrics.items():
+        match = _METRIC_RE.match(name)
+        if match is None:
+            continue
+        fam, k = match.group(1), int(match.group(2))
+        if fam == family or (family == "maj" and name == "pass@1"):
+            out.append((k, float(m["value"]), float(m["ci"][0]), float(m["ci"][1]), float(m["tokens_per_problem"])))
+    return sorted(out)
+
+
+def _errorbar(ax: Axes, xs: Sequence[float], s: Series, **kw: Any) -> None:
+    ys = [p[1] for p in s]
+    yerr = [[max(p[1] - p[2], 0.0) for p in s], [max(p[3] - p[1], 0.0) for p in s]]
+    ax.errorbar(xs, ys, yerr=yerr, **{"capsize": 3, "markersize": 5, "linewidth": 1.5, **kw})
+
+
+def _new_figure() -> tuple[Figure, Axes]:
+    fig = Figure(figsize=_FIGSIZE, dpi=_DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    ax = fig.axes[0]
+    ax.set_ylim(0.0, min(1.02, ax.get_ylim()[1] * 1.1 + 0.02))  # from 0; headroom for labels
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=_DPI, metadata=_PNG_METADATA)
+    return path
+
+
+def _colors(n: int) -> list[str]:
+    return [f"C{i % 10}" for i in range(n)]
+
+
+def plot_pass_at_k(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str | None = None) -> Path:
+    """pass@k (solid) and maj@k (dashed) against k on a log2 axis, with 95% CI bars, one colour a run.
+
+    `runs` holds `(label, eval.json dict)` pairs. Greedy accuracy, when present, is a star just left
+    of k=1; runs are nudged sideways a little so their CI bars stay apart.
+    """
+    fig, ax = _new_figure()
+    ks: set[int] = set()
+    for i, ((label, e), color) in enumerate(zip(runs, _colors(len(runs)), strict=True)):
+        metrics = e["metrics"]
+        dodge = 2.0 ** (0.04 * (i - (len(runs) - 1) / 2))  # side by side, so CI bars do not overlap
+        for family, style in (("pass", "-o"), ("maj", "--s")):
+            s = metric_series(metrics, family)
+            if family == "maj" and len(s) < 2:
+                continue
+            ks |= {p[0] for p in s}
+            _errorbar(ax, [p[0] * dodge for p in s], s, fmt=style, color=color, label=f"{label} {family}@k")
+        if "greedy" in metrics:
+            g = metrics["greedy"]
+            gs: Series = [(1, g["value"], g["ci"][0], g["ci"][1], g["tokens_per_problem"])]
+            _errorbar(ax, [0.9 * dodge], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
+    ax.set_xscale("log", base=2)
+    if ks:
+        ax.set_xticks(sorted(ks))
+    ax.set_xlabel("k (samples per problem)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title or "pass@k and maj@k (95% CI)")
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
+def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str | None = None) -> Path:
+    """Accuracy against tokens per problem (log2 axis): pass@k circles, maj@k squares, greedy stars.
+
+    Tokens per problem of pass@k and maj@k = k * mean tokens per sample, so runs with long and short
+    completions line up by what they cost; points are labelled with k.
+    """
+    fig, ax = _new_figure()
+    for (label, e), color in zip(runs, _colors(len(runs)), strict=True):
+        metrics = e["metrics"]
+        for family, style in (("pass", "-o"), ("maj", "--s")):
+            s = metric_series(metrics, family)
+            if family == "maj" and len(s) < 2:
+                continue
+            xs = [p[4] for p in s]
+            _errorbar(ax, xs, s, fmt=style, color=color, label=f"{label} {family}@k")
+            for x, p in zip(xs, s, strict=True):
+                ax.annotate(str(p[0]), (x, p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
+        if "greedy" in metrics:
+            g = metrics["greedy"]
+            gs: Series = [(1, g["value"], g["ci"][0], g["ci"][1], g["tokens_per_problem"])]
+            _errorbar(ax, [gs[0][4]], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per problem")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title or "accuracy at a token budget (labels: k)")
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    file = Path(path) / "eval.json" if Path(path).is_dir() else Path(path)
+    return json.loads(file.read_text())
+
+
+def _title(e: dict[str, Any]) -> str:
+    return (
+        f"{e.get('task', '?')}/{e.get('split', '?')}: {e.get('n_problems', '?')} problems x {e.get('n_samples', '?')}"
+    )
+
+
+def write_eval_plots(eval_dir: Path) -> list[Path]:
+    """Write `pass_at_k.png` and `accuracy_vs_tokens.png` into an evaluation folder."""
+    eval_dir = Path(eval_dir)
+    e = _read(eval_dir)
+    runs = [(eval_dir.name, e)]
+    return [
+        plot_pass_at_k(runs, eval_dir / "pass_at_k.png", title=f"pass@k, {_title(e)}"),
+        plot_accuracy_vs_tokens(runs, eval_dir / "accuracy_vs_tokens.png", title=f"accuracy vs tokens, {_title(e)}"),
+    ]
+
+
+def write_compare_plots(paths: Sequence[Path], out_dir: Path, labels: Sequence[str] | None = None) -> list[Path]:
+    """Both plots for several evaluations (one colour each) into `out_dir`; labels default to folder names."""
+    paths = [Path(p) for p in paths]
+    names = list(labels) if labels is not None else [p.name for p in paths]
+    runs = [(n, _read(p)) for n, p in zip(names, paths, strict=True)]
+    out_dir = Path(out_dir)
+    return [
+        plot_pass_at_k(runs, out_dir / "pass_at_k.png"),
+        plot_accuracy_vs_tokens(runs, out_dir / "accuracy_vs_tokens.png"),
+    ]

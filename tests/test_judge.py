@@ -1,0 +1,241 @@
+"""The LLM judge against a fake OpenAI-compatible server on 127.0.0.1 (never the internet)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai")
+
+from rlvr.evaluate.judge import (  # noqa: E402
+    CATEGORIES,
+    JudgeConfig,
+    JudgeError,
+    judge_samples,
+    parse_judgement,
+    resolve_config,
+)
+
+Reply = tuple[int, str]  # (HTTP status, body)
+
+
+class FakeServer:
+    """Speaks POST /v1/chat/completions; `reply(request_json) -> (status, body)` decides each answer."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], Reply]) -> None:
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, **body})
+                status, text = outer.reply(body)
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def completion(content: str) -> Reply:
+    body = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }
+    return 200, json.dumps(body)
+
+
+def by_sample(req: dict[str, Any]) -> Reply:
+    """A category chosen from the completion text, so each sample gets a known answer."""
+    user = req["messages"][-1]["content"]
+    if "BADJSON" in user:
+        return completion("It is clearly a calculation error.")
+    category = "calculation_error" if "=<<2+2=5>>" in user else "missing_step"
+    return completion(json.dumps({"category": category, "explanation": "because"}))
+
+
+@pytest.fixture()
+def server_factory() -> Iterator[Callable[[Callable[[dict[str, Any]], Reply]], FakeServer]]:
+    servers: list[FakeServer] = []
+
+    def make(reply: Callable[[dict[str, Any]], Reply]) -> FakeServer:
+        servers.append(FakeServer(reply))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("RLVR_JUDGE_BASE_URL", "RLVR_JUDGE_MODEL", "RLVR_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def make_eval(tmp_path: Path, completions: list[tuple[str, bool]]) -> Path:
+    d = tmp_path / "eval"
+    d.mkdir()
+    rows = [
+        {
+            "problem_id": f"p{i}", "question": "What is 2+2?", "gold": "4", "gold_solution": "2+2=<<2+2=4>>4\n#### 4",
+            "gold_steps": [["2+2", "4"]], "n_steps": 1, "sample": 0, "temperature": 1.0, "completion": text,
+            "parsed": text.rsplit("#### ", 1)[-1], "correct": ok, "reason": "ok" if ok else "wrong value",
+            "tokens": 9, "truncated": False,
+        }
+        for i, (text, ok) in enumerate(completions)
+    ]  # fmt: skip
+    (d / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+SAMPLES = [
+    ("2+2=<<2+2=5>>5\n#### 5", False),
+    ("#### 7", False),
+    ("2+2=<<2+2=4>>4\n#### 4", True),
+    ("BADJSON #### 3", False),
+]
+
+
+def cfg(url: str, **kw: Any) -> JudgeConfig:
+    return JudgeConfig(base_url=url, model="fake-judge", backoff_s=0.0, timeout_s=5, **kw)
+
+
+def test_judge_categories_and_cache(tmp_path: Path, server_factory) -> None:
+    srv = server_factory(by_sample)
+    d = make_eval(tmp_path, SAMPLES)
+    path = judge_samples(d, cfg(srv.url), n=None)
+    summary = json.loads(path.read_text())
+    rows = [json.loads(line) for line in (d / "judge.jsonl").read_text().splitlines()]
+    assert [r["problem_id"] for r in rows] == ["p0", "p1", "p3"]  # the correct sample is skipped
+    assert [r["category"] for r in rows] == ["calculation_error", "missing_step", "other"]
+    assert rows[2]["parse_error"] == "not JSON" and rows[2]["raw"] == "It is clearly a calculation error."
+    assert summary["categories"] == {c: int(c in ("calculation_error", "missing_step", "other")) for c in CATEGORIES}
+    assert summary["n_requests"] == 3 and summary["n_parse_errors"] == 1 and summary["n_cached"] == 0
+    assert srv.requests[0]["model"] == "fake-judge" and srv.requests[0]["path"] == "/v1/chat/completions"
+    assert "api_key" not in json.dumps(summary) and "EMPTY" not in path.read_text()
+    # a rerun answers every row from the cache: no request reaches the server
+    n_before = len(srv.requests)
+    summary2 = json.loads(judge_samples(d, cfg(srv.url), n=None).read_text())
+    assert len(srv.requests) == n_before and summary2["n_requests"] == 0 and summary2["n_cached"] == 3
+    assert summary2["categories"] == summary["categories"]
+
+
+def test_judge_all_samples_seeded_subset(tmp_path: Path, server_factory) -> None:
+    srv = server_factory(by_sample)
+    d = make_eval(tmp_path, SAMPLES)
+    a = json.loads(judge_samples(d, cfg(srv.url), n=2, only_incorrect=False, seed=3).read_text())
+    ids_a = [json.loads(x)["problem_id"] for x in (d / "judge.jsonl").read_text().splitlines()]
+    judge_samples(d, cfg(srv.url), n=2, only_incorrect=False, seed=3)
+    ids_b = [json.loads(x)["problem_id"] for x in (d / "judge.jsonl").read_text().splitlines()]
+    assert a["n_judged"] == 2 and ids_a == ids_b and ids_a == sorted(ids_a)
+
+
+def test_server_errors_retried_then_recorded(tmp_path: Path, server_factory) -> None:
+    calls = {"n": 0}
+
+    def flaky(req: dict[str, Any]) -> Reply:
+        calls["n"] += 1
+        return (503, '{"error": {"message": "busy"}}') if calls["n"] % 3 else by_sample(req)
+
+    srv = server_factory(flaky)
+    d = make_eval(tmp_path, SAMPLES[:1])
+    summary = json.loads(judge_samples(d, cfg(srv.url, max_retries=2), n=None).read_text())
+    assert summary["categories"]["calculation_error"] == 1 and summary["n_requests"] == 3  # 2 failures, 1 success
+
+    dead = server_factory(lambda req: (500, '{"error": {"message": "down"}}'))
+    (tmp_path / "x").mkdir()
+    d2 = make_eval(tmp_path / "x", SAMPLES[:2])
+    summary = json.loads(judge_samples(d2, cfg(dead.url, max_retries=1), n=None).read_text())
+    rows = [json.loads(x) for x in (d2 / "judge.jsonl").read_text().splitlines()]
+    assert summary["n_errors"] == 2 and summary["n_requests"] == 4 and len(dead.requests) == 4  # bounded: 2 x (1+1)
+    assert all(r["category"] == "other" and "InternalServerError" in r["error"] for r in rows)
+    assert not (d2 / "judge_cache.jsonl").exists()  # failures are not cached, so a rerun retries them
+
+
+def test_too_many_failures_or_refusal_raise(tmp_path: Path, server_factory) -> None:
+    dead = server_factory(lambda req: (500, '{"error": {"message": "down"}}'))
+    d = make_eval(tmp_path, SAMPLES)
+    with pytest.raises(JudgeError, match="2 times in a row"):
+        judge_samples(d, cfg(dead.url, max_retries=0, max_consecutive_errors=2), n=None)
+    refused = server_factory(lambda req: (401, '{"error": {"message": "bad key"}}'))
+    with pytest.raises(JudgeError, match="HTTP 401"):
+        judge_samples(d, cfg(refused.url), n=None)
+    assert len(refused.requests) == 1  # a 401 is not retried
+
+
+def test_garbage_http_body_is_recorded(tmp_path: Path, server_factory) -> None:
+    srv = server_factory(lambda req: (200, "<html>not json</html>"))
+    d = make_eval(tmp_path, SAMPLES[:1])
+    rows_summary = json.loads(judge_samples(d, cfg(srv.url, max_retries=0), n=None).read_text())
+    row = json.loads((d / "judge.jsonl").read_text())
+    assert rows_summary["n_judged"] == 1 and row["category"] == "other"
+    assert row["error"] is not None or row["parse_error"] is not None
+
+
+def test_parse_judgement_strict() -> None:
+    ok = parse_judgement('```json\n{"category": "missing-step", "explanation": "skips 2*3"}\n```')
+    assert (ok.category, ok.explanation, ok.parse_error) == ("missing_step", "skips 2*3", None)
+    for text, err in [
+        ('["calculation_error"]', "not an object"),
+        ('{"category": "vibes"}', "unknown category"),
+        ('Sure! {"category": "contradiction"}', "not JSON"),
+    ]:
+        j = parse_judgement(text)
+        assert j.category == "other" and err in (j.parse_error or "") and j.raw == text
+
+
+def test_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(JudgeError, match="RLVR_JUDGE_MODEL"):
+        resolve_config(JudgeConfig())
+    monkeypatch.setenv("RLVR_JUDGE_MODEL", "m")
+    with pytest.raises(JudgeError, match="RLVR_JUDGE_BASE_URL"):
+        resolve_config(JudgeConfig())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert resolve_config(JudgeConfig()).api_key == "sk-openai"
+    monkeypatch.setenv("RLVR_JUDGE_API_KEY", "sk-rlvr")
+    monkeypatch.setenv("RLVR_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    r = resolve_config(JudgeConfig())
+    assert (r.model, r.api_key, r.base_url) == ("m", "sk-rlvr", "http://127.0.0.1:9/v1")
+    assert resolve_config(JudgeConfig(model="other", api_key="k")).model == "other"
+
+
+def test_missing_openai_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_openai(name: str, *args: Any, **kw: Any) -> Any:
+        if name == "openai":
+            raise ImportError("No module named 'openai'")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_openai)
+    d = make_eval(tmp_path, SAMPLES[:1])
+    with pytest.raises(JudgeError, match=r"pip install 'rlvr\[judge\]'"):
+        judge_samples(d, cfg("http://127.0.0.1:9/v1"), n=None)
