@@ -86,32 +86,32 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed for every stage.")] = 0,
 ) -> None:
     """The whole loop on the embedded default: SFT base, GRPO, evaluation on test and holdout."""
-    from rich.table import Table
 
     from rlvr.demo import run_demo
 
     summary = run_demo(out, quick=quick, seed=seed)
-    table = Table(title="GRPO vs its SFT base (paired over the same problems)")
-    for col in ("split", "metric", "base", "GRPO", "change", "95% CI / p"):
+    _print_demo(summary)
+
+
+def _print_demo(summary: dict) -> None:
+    from rich.table import Table
+
+    table = Table(title="GRPO vs its SFT base, paired over the same problems")
+    for col in ("split", "metric", "base", "GRPO", "change", "95% CI", "p (Holm)"):
         table.add_column(col)
-    for split in ("test", "holdout"):
-        s = summary[split]
-        p = s["pass@1"]
-        table.add_row(
-            split,
-            "sampled pass@1",
-            f"{p['a']:.3f}",
-            f"{p['b']:.3f}",
-            f"{p['diff']:+.3f}",
-            f"{p['ci'][0]:+.3f} to {p['ci'][1]:+.3f}",
-        )
-        if "greedy" in s:
-            g = s["greedy"]
-            table.add_row(
-                split, "greedy", f"{g['a']:.3f}", f"{g['b']:.3f}", f"{g['diff']:+.3f}", f"McNemar p={g['pvalue']:.2g}"
-            )
+    for split, s in summary["splits"].items():
+        for t in s["tests"]:
+            ci = f"{t['ci'][0]:+.3f} to {t['ci'][1]:+.3f}"
+            name = "sampled pass@1" if t["metric"] == "pass@1" else t["metric"]
+            row = (f"{t['value_a']:.3f}", f"{t['value_b']:.3f}", f"{t['diff']:+.3f}", ci, f"{t['pvalue_adj']:.2g}")
+            table.add_row(split, name, *row)
+        for name in sorted(k for k in s["metrics"]["base"] if k.startswith(("pass@", "maj@")) and k != "pass@1"):
+            a, b = s["metrics"]["base"][name]["value"], s["metrics"]["grpo"][name]["value"]
+            table.add_row(split, name, f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}", "", "")
     Console().print(table)
-    console.print(f"summary: {out / 'summary.json'}")
+    checks = ", ".join(f"{k}: {v}" for k, v in summary["audit"]["checks"].items())
+    console.print(f"audit: {summary['audit']['status']} ({checks})", highlight=False)
+    console.print(f"report: {summary['report']}")
 
 
 @app.command()
