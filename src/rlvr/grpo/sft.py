@@ -50,7 +50,7 @@ class SFTConfig(StrictModel):
 
 SFT_PRESETS: dict[str, dict[str, object]] = {
     # The demo's base: the 1M-parameter Llama from scratch on the easy arith preset.
-    "arith-base": {"model": "tiny", "task": "arith", "preset": "easy", "steps": 400, "out": "runs/base"},
+    "arith-base": {"model": "tiny", "task": "arith", "preset": "easy", "steps": 600, "out": "runs/base"},
 }
 
 
