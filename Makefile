@@ -30,6 +30,7 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 test-slow: $(STAMP)

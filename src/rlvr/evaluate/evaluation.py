@@ -9,6 +9,7 @@ results that paired comparisons need, a per-difficulty breakdown and reasoning-f
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -155,11 +156,13 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
         seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}}
     )
     t0 = time.perf_counter()
-    kw = {"max_new_tokens": cfg.max_new_tokens, "seed": cfg.seed, "top_p": cfg.top_p}
-    greedy = sample_and_score(model, tok, problems, n=1, temperature=0.0, **kw) if cfg.greedy else None
+    sample_kw = functools.partial(
+        sample_and_score, model, tok, problems, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, top_p=cfg.top_p
+    )
+    greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
     if progress is not None:
         progress("greedy done")
-    sampled = sample_and_score(model, tok, problems, n=cfg.n_samples, temperature=cfg.temperature, **kw)
+    sampled = sample_kw(n=cfg.n_samples, temperature=cfg.temperature)
     gen_s = time.perf_counter() - t0
     summary = summarize_scores(problems, sampled, greedy, cfg)
     result = {

@@ -87,15 +87,19 @@ class RewardRunner:
         errors: dict[str, int] = {}
         for name, fn in zip(self.names, self.fns, strict=True):
             raw, ok = self._call(fn, completions, columns)
-            vals, bad = _clean(raw, n) if ok else ([None] * n, n)
+            vals: list[float | None] = [None for _ in range(n)]
+            bad = n
+            if ok:
+                vals, bad = _clean(raw, n)
             values[name], errors[name] = vals, bad
-        total = []
+        total: list[float] = []
         for i in range(n):
             parts = [values[name][i] for name in self.names]
-            if any(p is None for p in parts):
+            present = [p for p in parts if p is not None]
+            if len(present) < len(parts):
                 total.append(math.nan)
             else:
-                total.append(sum(w * p for w, p in zip(self.weights, parts, strict=True)))  # type: ignore[operator]
+                total.append(sum(w * p for w, p in zip(self.weights, present, strict=True)))
         return Scored(values, total, errors, time.perf_counter() - t0)
 
     def close(self) -> None:

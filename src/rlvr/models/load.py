@@ -40,4 +40,4 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(_check(path), dtype=getattr(torch, dtype), local_files_only=True)
-    return model.to(device)
+    return model.to(device)  # type: ignore[arg-type]  # transformers' stubs type .to oddly
