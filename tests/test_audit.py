@@ -472,15 +472,9 @@ def test_audit_command_exit_codes(tmp_path: Path, capsys) -> None:
 
 
 def _cli_app():
-    """`rlvr.cli.app` once it mounts `audit`, else the audit's own typer app (same options)."""
-    from rlvr.audit.cli import audit_app
+    from rlvr.cli import app
 
-    try:
-        from rlvr.cli import app
-    except ImportError:
-        return audit_app, []
-    names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    return (app, ["audit"]) if "audit" in names else (audit_app, [])
+    return app, ["audit"]
 
 
 def test_cli_options_and_exit_status(tmp_path: Path) -> None:

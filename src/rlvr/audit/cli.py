@@ -1,6 +1,5 @@
 """The `rlvr audit` command: `audit_command`, a plain function the top-level CLI calls (this module
-never imports `rlvr.cli`), and `audit_app`, the same command as a typer app, so it also runs alone as
-`python -m rlvr.audit RUN_DIR ...`:
+never imports `rlvr.cli`):
 
     rlvr audit RUN_DIR [--eval EVAL_DIR ...] [--ablation RUN_DIR ...] [--out DIR] [--strict]
 
@@ -12,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from rlvr.audit.readiness import AuditResult, run_audit
 from rlvr.audit.runs import AuditInputError
 
-__all__ = ["audit", "audit_app", "audit_command", "print_result"]
+__all__ = ["audit_command", "print_result"]
 
 _STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red"}
 
@@ -58,24 +55,3 @@ def audit_command(
         return 2
     print_result(result, console)
     return result.exit_code
-
-
-audit_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-
-
-@audit_app.command()
-def audit(
-    run_dir: Annotated[Path, typer.Argument(help="The GRPO run folder to audit.")],
-    eval_dirs: Annotated[
-        list[Path] | None, typer.Option("--eval", help="An evaluation folder (repeat); default: those next to the run.")
-    ] = None,
-    ablation: Annotated[
-        list[Path] | None, typer.Option("--ablation", help="A correctness-only or format-only run (repeat).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Report folder (default RUN_DIR/audit).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check fails (a CI gate).")] = False,
-) -> None:
-    """Readiness audit: seven checks of the evidence behind a GRPO result -> report.html, report.md, audit.json."""
-    code = audit_command(run_dir, eval_dirs or [], out, strict, ablation or [])
-    if code:
-        raise typer.Exit(code)
