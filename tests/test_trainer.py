@@ -65,7 +65,14 @@ def test_resume_gives_identical_metrics(tiny_model_dir: Path, tmp_path: Path) ->
 
 def test_run_folder_contents(tiny_model_dir: Path, tmp_path: Path) -> None:
     run = GRPOTrainer(
-        _cfg(tiny_model_dir, tmp_path / "r", steps=3, objective="dapo", objective_overrides={"overlong_buffer": 4})
+        _cfg(
+            tiny_model_dir,
+            tmp_path / "r",
+            steps=3,
+            objective="dapo",
+            objective_overrides={"overlong_buffer": 4},
+            bf16=True,
+        )
     ).train()
     assert (run / "model" / "config.json").is_file()
     assert (run / "checkpoints" / "step-000003" / "trainer_state.pt").is_file()

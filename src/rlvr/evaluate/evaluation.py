@@ -58,6 +58,7 @@ class EvalConfig(StrictModel):
     threads: int | None = 2
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
+    bf16: bool = False  # bfloat16 autocast for sampling
     out: str = "runs/eval"
 
     @field_validator("ks")
@@ -157,7 +158,14 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
     )
     t0 = time.perf_counter()
     sample_kw = functools.partial(
-        sample_and_score, model, tok, problems, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, top_p=cfg.top_p
+        sample_and_score,
+        model,
+        tok,
+        problems,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=cfg.seed,
+        top_p=cfg.top_p,
+        bf16=cfg.bf16,
     )
     greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
     if progress is not None:

@@ -38,6 +38,7 @@ def sample_and_score(
     seed: int,
     top_p: float = 1.0,
     chunk_size: int = 128,
+    bf16: bool = False,
 ) -> Scored:
     """Sample `n` completions per problem (greedy when `temperature == 0`) and verify each."""
     comp = sample(
@@ -50,6 +51,7 @@ def sample_and_score(
         top_p=top_p,
         seed=seed,
         chunk_size=chunk_size,
+        bf16=bf16,
     )
     verdicts = [verify_answer(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
     shape = (len(problems), n)

@@ -73,6 +73,7 @@ class TrainConfig(StrictModel):
     threads: int | None = 2
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
+    bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
     out: str = "runs/grpo"
 
     @field_validator("rewards")

@@ -29,6 +29,7 @@ from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
+from rlvr.models.sampling import autocast
 from rlvr.runlog import RunDir, read_jsonl
 from rlvr.tasks import Problem, load_task, problems_hash
 from rlvr.verify import verify_answer
@@ -124,14 +125,20 @@ class GRPOTrainer:
         return random.Random(self.cfg.seed * 1_000_003 + epoch).sample(range(len(self.problems)), len(self.problems))
 
     # ------------------------------------------------------------------ update
+    def _logits(self, model, batch) -> torch.Tensor:
+        """Completion logits in float32 (the forward under bf16 autocast when `bf16` is on). (B, Lc, V)"""
+        with autocast(model, self.cfg.bf16):
+            logits = completion_logits(model, batch)
+        return logits.float()
+
     def _ref_logp(self, batch) -> torch.Tensor:
         with torch.no_grad():
             if self.ref is not None:
-                logits = completion_logits(self.ref, batch)
+                logits = self._logits(self.ref, batch)
             else:
                 with self.model.disable_adapter():
-                    logits = completion_logits(self.model, batch)
-            return obj.token_logprobs(logits.float(), batch.targets)
+                    logits = self._logits(self.model, batch)
+            return obj.token_logprobs(logits, batch.targets)
 
     def _micro_batches(self, ro: Rollout) -> list[tuple[torch.Tensor, Any]]:
         """Sequences sorted by length and cut into micro-batches, so little compute goes to padding."""
@@ -158,12 +165,12 @@ class GRPOTrainer:
         old: list[torch.Tensor | None] = [None] * len(mbs)
         if self.cfg.num_iterations > 1:
             with torch.no_grad():
-                old = [obj.token_logprobs(completion_logits(self.model, b).float(), b.targets) for _, b in mbs]
+                old = [obj.token_logprobs(self._logits(self.model, b), b.targets) for _, b in mbs]
         acc: dict[str, float] = {}
         for it in range(self.cfg.num_iterations):
             self.opt.zero_grad(set_to_none=True)
             for j, (idx, b) in enumerate(mbs):
-                logits = completion_logits(self.model, b).float()  # (mb, Lc, V)
+                logits = self._logits(self.model, b)  # (mb, Lc, V)
                 logp = obj.token_logprobs(logits, b.targets)  # (mb, Lc)
                 old_j = old[j]
                 loss, st = obj.policy_loss(
@@ -222,11 +229,17 @@ class GRPOTrainer:
 
     def evaluate(self) -> dict[str, float]:
         """Greedy accuracy and sampled pass@k on the dev split, logged apart from the reward."""
-        kw = {"max_new_tokens": self.cfg.max_new_tokens, "seed": self.cfg.seed + 7919 * self.step}
-        greedy = sample_and_score(self.model, self.tok, self.dev, n=1, temperature=0.0, **kw)
-        sampled = sample_and_score(
-            self.model, self.tok, self.dev, n=self.cfg.eval_samples, temperature=self.cfg.temperature, **kw
+        score = functools.partial(
+            sample_and_score,
+            self.model,
+            self.tok,
+            self.dev,
+            max_new_tokens=self.cfg.max_new_tokens,
+            seed=self.cfg.seed + 7919 * self.step,
+            bf16=self.cfg.bf16,
         )
+        greedy = score(n=1, temperature=0.0)
+        sampled = score(n=self.cfg.eval_samples, temperature=self.cfg.temperature)
         c = sampled.correct.sum(1)
         n = self.cfg.eval_samples
         out = {"eval/dev/greedy_acc": float(greedy.correct.mean()), "eval/dev/pass@1": float(sampled.correct.mean())}

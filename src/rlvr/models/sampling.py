@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Completions", "sample", "encode_prompts"]
+__all__ = ["Completions", "autocast", "sample", "encode_prompts"]
 
 
 @dataclass
@@ -76,6 +76,13 @@ def _uniforms(base: int, step: int, rows: torch.Tensor, total: int) -> torch.Ten
     """U(0, 1) for the given global rows at a decoding step, independent of batching. (b,)"""
     g = torch.Generator().manual_seed((base * 1_000_003 + step) % (2**63))
     return torch.rand(total, generator=g)[rows]
+
+
+def autocast(model, enabled: bool):
+    """bfloat16 autocast on the model's device: matmuls in bf16 (2.4x the fp32 rate on this AVX512-BF16
+    CPU, measured), parameters, optimizer state and log-prob arithmetic stay in float32."""
+    device = next(model.parameters()).device.type
+    return torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=enabled)
 
 
 def _cache_kw(model) -> str:
@@ -145,11 +152,13 @@ def sample(
     seed: int = 0,
     chunk_size: int = 128,
     generator: torch.Generator | None = None,
+    bf16: bool = False,
 ) -> Completions:
     """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
 
     Pass a `generator` to continue one random stream across calls (the trainer does, so a resumed
-    run draws the same samples); otherwise a fresh one is seeded with `seed`.
+    run draws the same samples); otherwise a fresh one is seeded with `seed`. `bf16=True` runs the
+    forwards under bfloat16 autocast (weights stay as they are; see `autocast`).
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
@@ -163,18 +172,19 @@ def sample(
     try:
         for start in range(0, len(order), chunk_size):
             rows = order[start : start + chunk_size]
-            toks, trunc = _sample_chunk(
-                model,
-                [encoded[i] for i in rows],
-                torch.arange(start, start + len(rows)),
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                eos_id=eos_id,
-                pad_id=pad_id,
-                base=base,
-                total=len(order),
-            )
+            with autocast(model, bf16):
+                toks, trunc = _sample_chunk(
+                    model,
+                    [encoded[i] for i in rows],
+                    torch.arange(start, start + len(rows)),
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                    eos_id=eos_id,
+                    pad_id=pad_id,
+                    base=base,
+                    total=len(order),
+                )
             tokens += toks
             truncated += trunc
     finally:
