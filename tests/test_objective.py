@@ -16,8 +16,6 @@ from rlvr.grpo.objective import (
     ADVANTAGES,
     AGGREGATIONS,
     KL_ESTIMATORS,
-    PRESETS,
-    ObjectiveConfig,
     aggregate,
     entropy_from_logits,
     global_counts,
@@ -30,6 +28,7 @@ from rlvr.grpo.objective import (
     resolve_kl,
     token_logprobs,
 )
+from rlvr.grpo.presets import PRESETS, ObjectiveConfig
 
 torch.set_num_threads(1)
 EPS = 1e-4

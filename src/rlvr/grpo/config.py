@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import StrictModel
-from rlvr.grpo.objective import PRESETS, ObjectiveConfig
+from rlvr.grpo.presets import PRESETS, ObjectiveConfig
 from rlvr.rewards import RewardSpec
 
 __all__ = ["TrainConfig", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from rlvr.grpo import objective as obj
+from rlvr.grpo.presets import ObjectiveConfig
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.models.sampling import encode_prompts, sample
 from rlvr.tasks import Problem, format_prompt
@@ -59,13 +60,45 @@ def _group_ok(total: torch.Tensor, g: int) -> torch.Tensor:
     return (valid.sum(1) >= 2) & (hi > lo)
 
 
+def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, ocfg: ObjectiveConfig, gen):
+    """One sampling round: G completions per problem, scored and shaped, cut into groups.
+    Returns (groups, ok (n,) bool: the group carries signal, generation seconds, Scored)."""
+    g = cfg.group_size
+    t0 = time.perf_counter()
+    comp = sample(
+        model, tok, [format_prompt(p.question) for p in probs], n=g,
+        max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
+        bf16=cfg.bf16,
+    )  # fmt: skip
+    t_gen = time.perf_counter() - t0
+    scored = runner.score(comp.texts, _columns(probs, g))
+    total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
+    if ocfg.overlong_buffer:
+        lengths = torch.tensor(comp.lengths, dtype=torch.float32)
+        total = total + obj.overlong_penalty(lengths, cfg.max_new_tokens, ocfg.overlong_buffer, ocfg.overlong_penalty)
+    groups = []
+    for j, prob in enumerate(probs):
+        rows = range(j * g, (j + 1) * g)
+        groups.append(
+            {
+                "problem": prob,
+                "tokens": [comp.tokens[i] for i in rows],
+                "texts": [comp.texts[i] for i in rows],
+                "truncated": [comp.truncated[i] for i in rows],
+                "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
+                "total": total[j * g : (j + 1) * g],
+            }
+        )
+    return groups, _group_ok(total, g), t_gen, scored
+
+
 def collect(
     model,
     tok,
     next_problems: Callable[[int], list[Problem]],
     runner: RewardRunner,
     cfg,
-    ocfg: obj.ObjectiveConfig,
+    ocfg: ObjectiveConfig,
     advantage_fn,
     gen: torch.Generator,
 ) -> Rollout:
@@ -77,44 +110,30 @@ def collect(
     sampled_groups = zero_groups = rounds = 0
     errors = dict.fromkeys(runner.names, 0)
     while len(kept) < p_need:
-        probs = next_problems(p_need - len(kept))
-        t0 = time.perf_counter()
-        comp = sample(
-            model, tok, [format_prompt(p.question) for p in probs], n=g,
-            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
-            bf16=cfg.bf16,
-        )  # fmt: skip
-        t_gen += time.perf_counter() - t0
-        scored = runner.score(comp.texts, _columns(probs, g))
-        t_rew += scored.seconds
+        groups, ok, seconds, scored = _sample_round(
+            model, tok, next_problems(p_need - len(kept)), runner, cfg, ocfg, gen
+        )
+        t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
             errors[name] += count
-        total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
-        if ocfg.overlong_buffer:
-            lengths = torch.tensor(comp.lengths, dtype=torch.float32)
-            total = total + obj.overlong_penalty(
-                lengths, cfg.max_new_tokens, ocfg.overlong_buffer, ocfg.overlong_penalty
-            )
-        ok = _group_ok(total, g)
-        sampled_groups += len(probs)
-        zero_groups += int((~ok).sum())
-        rounds += 1
-        last_round = not ocfg.dynamic_sampling or rounds > cfg.max_refill_rounds
-        for j, prob in enumerate(probs):
-            rows = range(j * g, (j + 1) * g)
-            group = {
-                "problem": prob,
-                "tokens": [comp.tokens[i] for i in rows],
-                "texts": [comp.texts[i] for i in rows],
-                "truncated": [comp.truncated[i] for i in rows],
-                "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
-                "total": total[j * g : (j + 1) * g],
-            }
-            (kept if (ok[j] or not ocfg.dynamic_sampling) else spare).append(group)
-        if last_round:
+        sampled_groups, zero_groups, rounds = sampled_groups + len(groups), zero_groups + int((~ok).sum()), rounds + 1
+        for group, has_signal in zip(groups, ok.tolist(), strict=True):
+            (kept if (has_signal or not ocfg.dynamic_sampling) else spare).append(group)
+        if not ocfg.dynamic_sampling or rounds > cfg.max_refill_rounds:
             kept += spare[: p_need - len(kept)]
             break
-    kept = kept[:p_need]
+    stats = {
+        "time/generate_s": t_gen,
+        "time/reward_s": t_rew,
+        "train/zero_std_frac": zero_groups / max(1, sampled_groups),
+        "train/sampling_rounds": float(rounds),
+        **{f"reward/{name}/errors": float(count) for name, count in errors.items()},
+    }
+    return _assemble(kept[:p_need], tok, runner.names, advantage_fn, g, stats)
+
+
+def _assemble(kept: list[dict[str, Any]], tok, names: list[str], advantage_fn, g: int, stats) -> Rollout:
+    """Flatten the kept groups into a Rollout and compute their advantages."""
     total = torch.cat([k["total"] for k in kept])
     adv = advantage_fn(total, g)
     problems = [k["problem"] for k in kept]
@@ -125,15 +144,8 @@ def collect(
         tokens=[t for k in kept for t in k["tokens"]],
         texts=[t for k in kept for t in k["texts"]],
         truncated=[t for k in kept for t in k["truncated"]],
-        rewards={name: [v for k in kept for v in k["rewards"][name]] for name in runner.names},
+        rewards={name: [v for k in kept for v in k["rewards"][name]] for name in names},
         total=total,
         advantages=adv.values,
-        stats={
-            "time/generate_s": t_gen,
-            "time/reward_s": t_rew,
-            "train/zero_std_frac": zero_groups / max(1, sampled_groups),
-            "train/zero_std_groups_kept": float(adv.zero_std.sum()),
-            "train/sampling_rounds": float(rounds),
-            **{f"reward/{name}/errors": float(count) for name, count in errors.items()},
-        },
+        stats={**stats, "train/zero_std_groups_kept": float(adv.zero_std.sum())},
     )
