@@ -331,6 +331,9 @@ def verify(
 
 
 def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # rlvr draws its own progress; HF's per-load bars are noise here
     try:
         app()
     except ConfigError as e:

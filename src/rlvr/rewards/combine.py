@@ -47,7 +47,11 @@ REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
 
 
 def build_reward(spec: RewardSpec) -> RewardFn:
-    """The reward function a spec names; an unknown name raises KeyError listing the known ones."""
+    """The reward function a spec names; an unknown name raises KeyError listing the known ones.
+
+    >>> build_reward(RewardSpec(name="format_gsm8k"))(["<<2+3=5>>5\\n#### 5"])
+    [1.0]
+    """
     if spec.name not in REGISTRY:
         raise KeyError(f"unknown reward {spec.name!r}; known: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[spec.name](dict(spec.params))

@@ -22,7 +22,11 @@ DEFAULT_TAGS = ("thinking", "solution")
 
 def make_format_exact(tags: tuple[str, str] = DEFAULT_TAGS) -> RewardFn:
     """Reward 1.0 when the completion is exactly `<a>...</a>` then `<b>...</b>` (whitespace around
-    allowed, both bodies non-empty, each tag once), else 0.0. Range {0, 1}."""
+    allowed, both bodies non-empty, each tag once), else 0.0. Range {0, 1}.
+
+    >>> make_format_exact(("think", "answer"))(["<think>2+2=4</think> <answer>4</answer>", "4"])
+    [1.0, 0.0]
+    """
     a, b = (re.escape(t) for t in tags)
     pattern = re.compile(rf"\s*<{a}>(?:(?!</?{a}>).)+</{a}>\s*<{b}>(?:(?!</?{b}>).)+</{b}>\s*", re.S)
 
@@ -33,7 +37,11 @@ def make_format_exact(tags: tuple[str, str] = DEFAULT_TAGS) -> RewardFn:
 
 
 def make_format_approx(tags: tuple[str, str] = DEFAULT_TAGS) -> RewardFn:
-    """Partial credit: 0.25 for each of the four tags that appears exactly once. Range [0, 1]."""
+    """Partial credit: 0.25 for each of the four tags that appears exactly once. Range [0, 1].
+
+    >>> make_format_approx(("think", "answer"))(["<think>2+2=4</think> 4"])
+    [0.5]
+    """
     names = [f"<{tags[0]}>", f"</{tags[0]}>", f"<{tags[1]}>", f"</{tags[1]}>"]
 
     def format_approx(completions: list[Any], **kwargs: Any) -> list[float | None]:

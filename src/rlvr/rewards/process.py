@@ -44,7 +44,12 @@ def process_score(text: str, gold, *, max_ratio: float = 1.5, overlong_penalty: 
 
 
 def make_process(max_ratio: float = 1.5, overlong_penalty: float = 0.5) -> RewardFn:
-    """A process reward with its own chain-length limit and penalty."""
+    """A process reward with its own chain-length limit and penalty.
+
+    >>> from rlvr.tasks import Step
+    >>> make_process(overlong_penalty=0.0)(["<<3+4=7>>7\\n<<7*2=14>>14"], steps=[[Step("3+4", "7")]])
+    [0.0]
+    """
 
     def process(completions: list[Any], steps: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
         answers = kwargs.get("answer") or [None] * len(completions)
@@ -62,7 +67,12 @@ process = make_process()
 
 def make_hybrid(lam: float = 0.5, **process_kwargs: float) -> RewardFn:
     """`lam * process + (1 - lam) * outcome`. Range [-lam, 1]. Where the problem has no gold steps
-    the process term is unscorable and the reward is the outcome alone."""
+    the process term is unscorable and the reward is the outcome alone.
+
+    >>> from rlvr.tasks import Step
+    >>> make_hybrid(0.5)(["<<3+4=8>>8\\n#### 7"], answer=["7"], steps=[[Step("3+4", "7")]])
+    [0.0]
+    """
     from rlvr.rewards.outcome import outcome
 
     proc = make_process(**process_kwargs)

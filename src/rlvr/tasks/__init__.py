@@ -84,7 +84,11 @@ def load_task(
 
 
 def problems_hash(problems: list[Problem]) -> str:
-    """A content hash of a problem list (ids, questions, answers), recorded in run manifests."""
+    """A content hash of a problem list (ids, questions, answers), recorded in run manifests.
+
+    >>> problems_hash(load_task("arith", "test", n=5)) == problems_hash(load_task("arith", "test", n=5))
+    True
+    """
     h = hashlib.sha256()
     for p in problems:
         h.update(json.dumps([p.id, p.question, p.answer], ensure_ascii=False).encode())

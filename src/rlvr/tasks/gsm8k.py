@@ -23,7 +23,11 @@ class DataError(ValueError):
 
 
 def gsm8k_path(split: Literal["train", "test"]) -> Path:
-    """Path of the vendored GSM8K split inside the installed package."""
+    """Path of the vendored GSM8K split inside the installed package.
+
+    >>> gsm8k_path("test").name
+    'test.jsonl'
+    """
     if split not in ("train", "test"):
         raise DataError(f"gsm8k has splits 'train' and 'test', not {split!r}")
     return Path(str(resources.files("rlvr.tasks") / "data" / "gsm8k" / f"{split}.jsonl"))
@@ -79,7 +83,11 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
 
 
 def load_gsm8k(split: Literal["train", "test"] = "test", *, limit: int | None = None) -> list[Problem]:
-    """The vendored GSM8K split; ids are `gsm8k-<split>-<row>`."""
+    """The vendored GSM8K split; ids are `gsm8k-<split>-<row>`.
+
+    >>> [p.id for p in load_gsm8k("train", limit=2)]
+    ['gsm8k-train-0', 'gsm8k-train-1']
+    """
     return load_jsonl(gsm8k_path(split), source=f"gsm8k-{split}", limit=limit)
 
 
