@@ -2,9 +2,12 @@
 
 `rlvr.search.sandbox` runs untrusted reward code: `validate(source)` applies the four checks
 (static, load, namespace, probe) and `load(source)` returns a TRL-convention callable that runs the
-candidate in a bubblewrap jail (see docs/sandbox.md).
+candidate in a bubblewrap jail (see docs/sandbox.md). `rlvr.search.proposer` writes candidates:
+`OfflineProposer` composes and mutates the primitives of `rlvr.search.primitives` (no network);
+`ChatProposer` asks any OpenAI-compatible endpoint, fed the ranked results of earlier rounds.
 """
 
+from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult, build_prompt
 from rlvr.search.sandbox import (
     RewardRejected,
     SandboxedReward,
@@ -17,6 +20,11 @@ from rlvr.search.sandbox import (
 )
 
 __all__ = [
+    "Candidate",
+    "ChatProposer",
+    "OfflineProposer",
+    "RankedResult",
+    "build_prompt",
     "RewardRejected",
     "SandboxUnavailable",
     "SandboxedReward",
