@@ -62,28 +62,10 @@ def bootstrap_ci(
     >>> bool(low < 0.7 < high), (low, high) == bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], seed=0)
     (True, True)
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    if method not in ("percentile", "BCa"):
-        raise ValueError(f"method must be 'percentile' or 'BCa', got {method!r}")
+    _check_bootstrap_args(confidence, n_resamples, method)
     x = _as_1d(values, "values")
     vectorized = _accepts_axis(statistic)
-    if paired_with is None:
-        data: tuple[np.ndarray, ...] = (x,)
-        stat = statistic
-        point = float(statistic(x))
-    else:
-        y = _as_1d(paired_with, "paired_with")
-        if y.shape != x.shape:
-            raise ValueError(f"paired_with has {y.size} items, values has {x.size}")
-        data = (x, y)
-        if vectorized:
-            stat = lambda a, b, axis=-1: statistic(b, axis=axis) - statistic(a, axis=axis)  # noqa: E731
-        else:
-            stat = lambda a, b: statistic(b) - statistic(a)  # noqa: E731
-        point = float(statistic(y) - statistic(x))
+    data, stat, point = _bootstrap_target(x, paired_with, statistic, vectorized)
     if x.size < 2:
         return point, point
     with warnings.catch_warnings():
@@ -108,6 +90,33 @@ def bootstrap_ci(
         alpha = (1.0 - confidence) / 2.0
         low, high = (float(q) for q in np.percentile(dist, [100 * alpha, 100 * (1 - alpha)]))
     return low, high
+
+
+def _check_bootstrap_args(confidence: float, n_resamples: int, method: str) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if method not in ("percentile", "BCa"):
+        raise ValueError(f"method must be 'percentile' or 'BCa', got {method!r}")
+
+
+def _bootstrap_target(
+    x: np.ndarray, paired_with: npt.ArrayLike | None, statistic: Callable[..., Any], vectorized: bool
+) -> tuple[tuple[np.ndarray, ...], Callable[..., Any], float]:
+    """The data tuple, the statistic scipy resamples, and the point estimate: `statistic(x)`, or
+    `statistic(y) - statistic(x)` with items of x and y resampled jointly when paired."""
+    if paired_with is None:
+        return (x,), statistic, float(statistic(x))
+    y = _as_1d(paired_with, "paired_with")
+    if y.shape != x.shape:
+        raise ValueError(f"paired_with has {y.size} items, values has {x.size}")
+    stat: Callable[..., Any]
+    if vectorized:
+        stat = lambda a, b, axis=-1: statistic(b, axis=axis) - statistic(a, axis=axis)  # noqa: E731
+    else:
+        stat = lambda a, b: statistic(b) - statistic(a)  # noqa: E731
+    return (x, y), stat, float(statistic(y) - statistic(x))
 
 
 def paired_diff_ci(
