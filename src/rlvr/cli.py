@@ -13,6 +13,7 @@ from rich.console import Console
 
 from rlvr.config import ConfigError
 from rlvr.review.cli import review_app
+from rlvr.search.cli import search_app
 
 app = typer.Typer(
     add_completion=False,
@@ -25,6 +26,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(review_app, name="review")
 rewards_app = typer.Typer(no_args_is_help=True, help="Reward functions: check candidate reward code in the sandbox.")
 app.add_typer(rewards_app, name="rewards")
+app.add_typer(search_app, name="search")
 
 console = Console(stderr=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]

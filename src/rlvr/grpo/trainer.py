@@ -38,7 +38,11 @@ __all__ = ["GRPOTrainer"]
 
 
 class GRPOTrainer:
-    def __init__(self, cfg: TrainConfig, *, resume: bool = False, progress=None) -> None:
+    def __init__(
+        self, cfg: TrainConfig, *, resume: bool = False, progress=None, extra_rewards: dict[str, Any] | None = None
+    ) -> None:
+        """`extra_rewards` adds reward callables (TRL convention, weight 1) that a config cannot name,
+        e.g. sandboxed candidates in reward search; they are scored after `cfg.rewards`."""
         self.cfg, self.ocfg, self.progress = cfg, cfg.resolved_objective(), progress
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -54,7 +58,7 @@ class GRPOTrainer:
         self.kl_fn = obj.resolve_kl(self.ocfg.kl_estimator)
         self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
         self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
-        self.runner = RewardRunner(cfg.rewards, cfg.reward_timeout_s)
+        self.runner = RewardRunner(cfg.rewards, cfg.reward_timeout_s, extra=extra_rewards)
         self.opt, self.sched = self._build_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.step, self.cursor = 0, 0

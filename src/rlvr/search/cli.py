@@ -1,0 +1,92 @@
+"""`rlvr search` (run or resume a reward search) and `rlvr search calibrate DIR`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["search_app"]
+
+console = Console(stderr=True)
+search_app = typer.Typer(help="Reward search: LLM- or primitive-written rewards, sandboxed and screened by GRPO.")
+
+
+def _fail(msg: str) -> None:
+    console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _log(msg: str) -> None:
+    console.print(msg, highlight=False, soft_wrap=True)
+
+
+@search_app.callback(invoke_without_command=True)
+def search(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")] = None,
+    preset: Annotated[str | None, typer.Option(help="Named search: demo (2 rounds x 4 offline candidates).")] = None,
+    model: Annotated[str | None, typer.Option(help="Starting checkpoint (default: SFT one from scratch).")] = None,
+    rounds: Annotated[int | None, typer.Option(help="Proposal rounds.")] = None,
+    candidates: Annotated[int | None, typer.Option(help="Candidates per round.")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="GRPO steps per screening run.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Local screening processes (0: in this process).")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help="Ray address (auto, ray://host:port, local).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
+    out: Annotated[str | None, typer.Option(help="Search folder.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Resume the search in this folder.")] = None,
+    unsafe_no_sandbox: Annotated[
+        bool, typer.Option("--unsafe-no-sandbox", help="Run candidates without OS isolation (trusted code only).")
+    ] = False,
+) -> None:
+    """Run a reward search (or `--resume DIR` one that stopped); writes DIR/search_report.html."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rlvr.config import load_config
+    from rlvr.search.config import SEARCH_PRESETS, SearchConfig
+    from rlvr.search.run import run_search
+    from rlvr.search.sandbox import SandboxUnavailable
+
+    if resume is not None:
+        if not (resume / "config.yaml").is_file() or not (resume / "search.db").is_file():
+            _fail(f"{resume}: not a search folder (needs config.yaml and search.db)")
+        cfg = load_config(SearchConfig, resume / "config.yaml", {"out": str(resume), "workers": workers, "ray": ray})
+    else:
+        if preset is not None and preset not in SEARCH_PRESETS:
+            _fail(f"unknown preset {preset!r}; known: {', '.join(SEARCH_PRESETS)}")
+        overrides = {
+            "base_model": model, "rounds": rounds, "candidates": candidates, "screen_steps": steps,
+            "workers": workers, "ray": ray, "seed": seed, "out": out,
+            "unsafe_no_sandbox": True if unsafe_no_sandbox else None,
+        }  # fmt: skip
+        cfg = load_config(SearchConfig, config, overrides, base=dict(SEARCH_PRESETS.get(preset or "", {})))
+    try:
+        results = run_search(cfg, resume=resume is not None, log=_log)
+    except (FileExistsError, FileNotFoundError, SandboxUnavailable) as e:
+        _fail(str(e))
+    final = results["final"]
+    for t in final["tests"]:
+        _log(f"{t['b']} vs control: greedy {t['greedy_diff']:+.3f}, pass@1 {t['pass1_diff']:+.3f}, "
+             f"McNemar p={t['pvalue']:.3g} ({final['correction']} {t['p_adjusted']:.3g})")  # fmt: skip
+    console.print(f"report: {Path(cfg.out) / 'search_report.html'}")
+
+
+@search_app.command("calibrate")
+def calibrate_cmd(
+    folder: Annotated[Path, typer.Argument(help="A search folder.")],
+    n: Annotated[int, typer.Option(help="Best candidates to calibrate on (>= 3).")] = 4,
+    short_frac: Annotated[float, typer.Option("--short-frac", help="Short screen as a share of full.")] = 1 / 3,
+) -> None:
+    """Kendall tau of short vs full screens, and of full screens across two seeds."""
+    from rlvr.search.calibrate import calibrate
+
+    try:
+        res = calibrate(folder, n=n, short_frac=short_frac, log=_log)
+    except (FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    for label, tau, p in (("short vs full", res["tau_short_full"], res["p_short_full"]),
+                          ("seed vs seed", res["tau_seeds"], res["p_seeds"])):  # fmt: skip
+        _log(f"Kendall tau {label}: " + ("n/a" if tau is None else f"{tau:+.2f} (p={p:.3g})"))
+    console.print(f"calibration: {folder / 'calibration.json'}")

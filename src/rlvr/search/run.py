@@ -1,0 +1,349 @@
+"""`rlvr search`: the reward-search loop, driven from one process that owns the store.
+
+    base     the starting checkpoint (given, or SFT from scratch into OUT/base)
+    control  a screen with the protected base rewards only
+    rounds   propose M candidates (ranked summary of earlier rounds as feedback) -> validate each in
+             the sandbox -> screen the accepted ones (optionally by successive halving) -> rank by
+             dev F1, then dev accuracy
+    ensembles  top-ranked, diverse across rounds, and a random control of the same size, each
+             screened with `final_steps`; the best ensemble is retrained with `seeds` seeds
+    final    the control, the best single candidate and the ensembles evaluated on the test split
+             (the first and only time it is read); McNemar's test on greedy per-problem correctness
+             of each against the control, corrected for the number of comparisons
+    report   results.json and search_report.html
+
+The private holdout is never read. Everything is in OUT/search.db; `--resume` skips what finished.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rlvr.runlog import RunDir
+from rlvr.search.config import SearchConfig
+from rlvr.search.executor import run_jobs
+from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
+from rlvr.search.screen import ScreenJob
+from rlvr.search.store import CandidateRow, Store
+
+__all__ = ["run_search", "make_proposer", "rank_key"]
+
+Log = Callable[[str], None]
+
+
+def make_proposer(cfg: SearchConfig):
+    p = cfg.proposer
+    if p.kind == "offline":
+        return OfflineProposer(seed=cfg.seed)
+    import os
+
+    return ChatProposer(
+        base_url=p.base_url, model=p.model, api_key=os.environ.get(p.api_key_env), temperature=p.temperature,
+        timeout=p.timeout_s,
+    )  # fmt: skip
+
+
+def rank_key(result: dict[str, Any] | None) -> tuple[float, float, float]:
+    """Sort key (higher is better): steps reached (halving), dev F1, dev accuracy."""
+    if not result or result.get("status") != "done":
+        return (-1.0, -1.0, -1.0)
+    s = result["scores"]
+    return (float(result["steps"]), s["f1"], s["accuracy"])
+
+
+class Search:
+    def __init__(self, cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> None:
+        self.cfg, self.log = cfg, log
+        self.out = Path(cfg.out)
+        if not resume and (self.out / "search.db").exists():
+            raise FileExistsError(f"{self.out}: a search is already there; pass --resume or another --out")
+        self.rundir = RunDir(self.out, cfg, command="search", resume=resume)
+        self.store = Store(self.out / "search.db")
+        self.base: str = ""
+
+    # ------------------------------------------------------------------ helpers
+    def _train_values(self) -> dict[str, Any]:
+        c = self.cfg
+        return {**c.train, "rewards": [r.model_dump() for r in c.base_rewards], "task": c.task, "preset": c.preset,
+                "threads": c.threads}  # fmt: skip
+
+    def _job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
+        c = self.cfg
+        return ScreenJob(
+            key=key, kind=kind, members=tuple((m.name, m.source) for m in members), model=self.base, steps=steps,
+            seed=seed, out=str(self.out / "screens" / key.replace("/", "__")), train=self._train_values(),
+            candidate_weight=c.candidate_weight, candidate_timeout_s=c.candidate_timeout_s,
+            unsafe_no_sandbox=c.unsafe_no_sandbox, eval_split="dev", eval_n=c.dev_n, eval_samples=c.dev_samples,
+        )  # fmt: skip
+
+    def _run(self, jobs: list[ScreenJob], label: str) -> dict[str, dict[str, Any]]:
+        """Run the jobs not already in the store; return every job's result by key."""
+        todo = [j for j in jobs if self.store.screen(j.key) is None]
+        if len(todo) < len(jobs):
+            self.log(f"{label}: {len(jobs) - len(todo)} screen(s) already done, {len(todo)} to run")
+        done = [0]
+
+        def on_result(job: ScreenJob, result: dict[str, Any]) -> None:
+            self.store.add_screen(job.key, job.kind, job.names, job.steps, job.seed, result)
+            done[0] += 1
+            if result.get("status") == "done":
+                s = result["scores"]
+                msg = f"F1 {s['f1']:.3f} acc {s['accuracy']:.3f} ({result.get('seconds', 0):.0f} s)"
+            else:
+                msg = f"FAILED: {result.get('error', '?')}"
+            self.log(f"{label} [{done[0]}/{len(todo)}] {job.key}: {msg}")
+
+        run_jobs(todo, on_result, workers=self.cfg.workers, ray=self.cfg.ray, cpus_per_job=self.cfg.threads or 1)
+        return {j.key: self.store.screen(j.key) or {} for j in jobs}
+
+    def _cand_key(self, name: str, steps: int, seed: int | None = None) -> str:
+        return f"cand/{name}/s{steps}/seed{self.cfg.seed if seed is None else seed}"
+
+    def best_result(self, name: str) -> dict[str, Any] | None:
+        """The candidate's result at the largest step budget it was screened with."""
+        rows = [s["result"] for s in self.store.screens("candidate") if s["members"] == [name]]
+        return max(rows, key=rank_key) if rows else None
+
+    # ------------------------------------------------------------------ stages
+    def ensure_base(self) -> str:
+        if self.cfg.base_model:
+            from rlvr.evaluate.evaluation import resolve_model_path
+
+            return str(resolve_model_path(self.cfg.base_model))
+        model = self.out / "base" / "model"
+        if (model / "config.json").exists():
+            return str(model)
+        from rlvr.config import load_config
+        from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
+
+        self.log(f"base: SFT from scratch, {self.cfg.sft_steps} steps -> {self.out / 'base'}")
+        sft = load_config(
+            SFTConfig, None, {"steps": self.cfg.sft_steps, "seed": self.cfg.seed, "out": str(self.out / "base"),
+                              "task": self.cfg.task, "preset": self.cfg.preset},
+            base=dict(SFT_PRESETS["arith-base"]),
+        )  # fmt: skip
+        return str(run_sft(sft) / "model")
+
+    def history(self) -> list[RankedResult]:
+        out = []
+        for row in self.store.candidates():
+            if row.accepted is False:
+                out.append(RankedResult(row.name, row.source, row.description,
+                                        failure=f"rejected at {row.stage}: {row.reason}"))  # fmt: skip
+                continue
+            res = self.best_result(row.name)
+            if res is None:
+                continue
+            if res.get("status") != "done":
+                out.append(RankedResult(row.name, row.source, row.description, failure=res.get("error", "failed")))
+                continue
+            s = res["scores"]
+            out.append(RankedResult(row.name, row.source, row.description, s["f1"], tuple(s["f1_ci"])))
+        return out
+
+    def propose(self, rnd: int) -> list[CandidateRow]:
+        if not self.store.round_proposed(rnd):
+            proposer = make_proposer(self.cfg)
+            if isinstance(proposer, ChatProposer):
+                proposer.rounds = rnd - 1
+            cands: list[Candidate] = proposer.propose(self.cfg.candidates, self.history())
+            known = {r.name for r in self.store.candidates()}
+            cands = [Candidate(c.name, c.source, c.description, c.parents, rnd) for c in cands if c.name not in known]
+            self.store.add_round(rnd, cands)
+            self.log(f"round {rnd}: {len(cands)} candidate(s) proposed")
+        return self.store.candidates(rnd)
+
+    def validate(self, rows: list[CandidateRow]) -> list[CandidateRow]:
+        from rlvr.search.sandbox import validate
+
+        for row in rows:
+            if row.accepted is None:
+                v = validate(row.source, unsafe_no_sandbox=self.cfg.unsafe_no_sandbox)
+                self.store.set_validation(row.name, v.accepted, v.stage, v.reason, v.probe_raw)
+                self.log(f"  {row.name}: {'accepted' if v.accepted else f'rejected at {v.stage}: {v.reason}'}")
+        return [r for r in self.store.candidates(rows[0].round) if r.accepted] if rows else []
+
+    def screen_round(self, rnd: int, rows: list[CandidateRow]) -> None:
+        c = self.cfg
+        alive = rows
+        rungs = c.halving.rungs if c.halving.enabled else [1.0]
+        for i, frac in enumerate(rungs):
+            steps = max(1, round(frac * c.screen_steps))
+            jobs = [self._job(self._cand_key(r.name, steps), "candidate", [r], steps, c.seed) for r in alive]
+            results = self._run(jobs, f"round {rnd} rung {i + 1}/{len(rungs)} ({steps} steps)")
+            if i + 1 < len(rungs):
+                ranked = sorted(alive, key=lambda r: rank_key(results[self._cand_key(r.name, steps)]), reverse=True)
+                alive = ranked[: max(1, math.ceil(c.halving.keep * len(ranked)))]
+
+    def leaderboard(self) -> list[dict[str, Any]]:
+        rows = []
+        for row in self.store.candidates():
+            res = self.best_result(row.name) if row.accepted else None
+            rows.append({"row": row, "result": res})
+        rows.sort(key=lambda x: rank_key(x["result"]), reverse=True)  # type: ignore[arg-type]
+        return rows
+
+    def pick_ensembles(self, board: list[dict[str, Any]]) -> dict[str, list[CandidateRow]]:
+        k = self.cfg.ensemble_size
+        good = [x["row"] for x in board if x["result"] and x["result"].get("status") == "done"]
+        if len(good) < k:
+            self.log(f"ensembles: only {len(good)} screened candidate(s), fewer than ensemble_size={k}; skipped")
+            return {}
+        top = good[:k]
+        by_round: dict[int, list[CandidateRow]] = {}
+        for r in good:
+            by_round.setdefault(r.round, []).append(r)
+        diverse: list[CandidateRow] = []
+        depth = 0
+        while len(diverse) < k:  # best of each round in turn, then the second best of each, ...
+            for rnd in sorted(by_round):
+                if depth < len(by_round[rnd]) and len(diverse) < k:
+                    diverse.append(by_round[rnd][depth])
+            depth += 1
+        rng = random.Random(self.cfg.seed * 7919 + 13)
+        pool = [x["row"] for x in board if x["row"].accepted]
+        rand = rng.sample(pool, k)
+        return {"top": top, "diverse": diverse, "random": rand}
+
+    def final(self, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Test-split scores of each configuration's model and McNemar tests against the control."""
+        from rlvr.evaluate.stats import bonferroni, holm, mcnemar, paired_diff_ci
+        from rlvr.search.screen import evaluate_model
+
+        c = self.cfg
+        scores: dict[str, Any] = {}
+        for name, res in configs.items():
+            key = f"test/{res['key']}"
+            got = self.store.get_meta(key)
+            if got is None:
+                got = evaluate_model(Path(res["run_dir"]) / "model", "test", c.test_n, c.test_samples, task=c.task,
+                                     preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
+                self.store.set_meta(key, got)
+            scores[name] = got
+            self.log(f"test {name}: pass@1 {got['accuracy']:.3f} F1 {got['f1']:.3f} greedy {got['greedy']:.3f}")
+        tests = []
+        ctrl = scores.get("control")
+        if ctrl is not None:
+            for name, s in scores.items():
+                if name == "control":
+                    continue
+                a, b = ctrl["per_problem"]["greedy"], s["per_problem"]["greedy"]
+                m = mcnemar([bool(x) for x in a], [bool(x) for x in b])
+                n = s["n_samples"]
+                diff = paired_diff_ci([x / n for x in ctrl["per_problem"]["correct"]],
+                                      [x / n for x in s["per_problem"]["correct"]], seed=c.seed)  # fmt: skip
+                tests.append({"a": "control", "b": name, "b01": m.b01, "b10": m.b10, "pvalue": m.pvalue,
+                              "greedy_diff": s["greedy"] - ctrl["greedy"], "pass1_diff": diff[0],
+                              "pass1_diff_ci": [diff[1], diff[2]]})  # fmt: skip
+            adj = (bonferroni if c.correction == "bonferroni" else holm)([t["pvalue"] for t in tests])
+            for t, p in zip(tests, adj, strict=True):
+                t["p_adjusted"], t["significant"] = p, p < 0.05
+        for s in scores.values():
+            s.pop("per_problem", None)
+        return {"split": "test", "n_problems": c.test_n, "n_samples": c.test_samples, "correction": c.correction,
+                "scores": scores, "tests": tests}  # fmt: skip
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Any]:
+        c = self.cfg
+        t0 = time.time()
+        self.base = self.ensure_base()
+        self.rundir.write_manifest(seeds={"search": c.seed}, base_model=self.base)
+        ctrl_key = f"baseline/s{c.screen_steps}/seed{c.seed}"
+        control = self._run([self._job(ctrl_key, "baseline", [], c.screen_steps, c.seed)], "control")[ctrl_key]
+        for rnd in range(1, c.rounds + 1):
+            rows = self.propose(rnd)
+            accepted = self.validate(rows)
+            self.screen_round(rnd, accepted)
+        board = self.leaderboard()
+        ens = self.pick_ensembles(board)
+        steps = c.steps_final
+        ens_jobs = {kind: self._job(f"ens/{kind}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
+                    for kind, m in ens.items()}  # fmt: skip
+        ens_results = self._run(list(ens_jobs.values()), "ensembles")
+        ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
+        seeds_out: dict[str, Any] = {}
+        ranked_ens = sorted(((k, v) for k, v in ens_out.items() if k != "random"), key=lambda kv: rank_key(kv[1]),
+                            reverse=True)  # fmt: skip
+        if ranked_ens and c.seeds > 1 and ranked_ens[0][1].get("status") == "done":
+            kind = ranked_ens[0][0]
+            jobs = [self._job(f"ens/{kind}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps, c.seed + s)
+                    for s in range(1, c.seeds)]  # fmt: skip
+            res = self._run(jobs, f"seeds ({kind} ensemble)")
+            runs = [ens_out[kind]] + [res[j.key] for j in jobs]
+            f1s = [r["scores"]["f1"] for r in runs if r.get("status") == "done"]
+            seeds_out = {"ensemble": kind, "runs": [{"seed": r.get("seed"), "status": r.get("status"),
+                                                     "scores": r.get("scores")} for r in runs],
+                         "f1_mean": float(sum(f1s) / len(f1s)) if f1s else None,
+                         "f1_sd": float(_sd(f1s)) if len(f1s) > 1 else None}  # fmt: skip
+        finals = {"control": control} if control.get("status") == "done" else {}
+        best = next((x for x in board if x["result"] and x["result"].get("status") == "done"), None)
+        if best:
+            finals[f"best single ({best['row'].name})"] = best["result"]
+        finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.get("status") == "done"})
+        final = self.final(finals)
+        results = self.results(control, board, ens, ens_out, seeds_out, final, time.time() - t0)
+        self.rundir.write_json("results.json", results)
+        from rlvr.search.report import write_report
+
+        write_report(results, self.out / "search_report.html")
+        self.rundir.write_manifest(finished=True, wall_s=time.time() - t0)
+        self.store.close()
+        return results
+
+    def results(self, control, board, ens, ens_out, seeds_out, final, wall_s) -> dict[str, Any]:
+        cands = []
+        for rank, x in enumerate(board, 1):
+            row, res = x["row"], x["result"]
+            cands.append({
+                "rank": rank if res and res.get("status") == "done" else None, "name": row.name,
+                "round": row.round, "description": row.description, "parents": list(row.parents),
+                "source": row.source, "accepted": row.accepted, "stage": row.stage, "reason": row.reason,
+                "status": "rejected" if row.accepted is False else (res or {}).get("status", "not screened"),
+                "error": (res or {}).get("error"), "steps": (res or {}).get("steps"),
+                "scores": _short((res or {}).get("scores")), "train": (res or {}).get("train"),
+                "reward_audit": (res or {}).get("reward_audit"),
+            })  # fmt: skip
+        rounds = []
+        for rnd in range(1, self.cfg.rounds + 1):
+            f1s = [x["scores"]["f1"] for x in cands if x["round"] == rnd and x["scores"]]
+            rounds.append({"round": rnd, "proposed": sum(x["round"] == rnd for x in cands),
+                           "accepted": sum(x["round"] == rnd and bool(x["accepted"]) for x in cands),
+                           "f1": f1s, "best_f1": max(f1s) if f1s else None})  # fmt: skip
+        ensembles = [{"kind": k, "members": [m.name for m in ens[k]], "status": v.get("status"),
+                      "error": v.get("error"), "scores": _short(v.get("scores")),
+                      "reward_audit": v.get("reward_audit")} for k, v in ens_out.items()]  # fmt: skip
+        return {
+            "config": self.cfg.model_dump(mode="json"),
+            "base_model": self.base,
+            "wall_s": wall_s,
+            "control": {
+                "status": control.get("status"),
+                "scores": _short(control.get("scores")),
+                "error": control.get("error"),
+            },  # fmt: skip
+            "rounds": rounds,
+            "candidates": cands,
+            "ensembles": ensembles,
+            "seeds": seeds_out,
+            "final": final,
+        }
+
+
+def _short(scores: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if scores is None else {k: v for k, v in scores.items() if k != "per_problem"}
+
+
+def _sd(xs: list[float]) -> float:
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def run_search(cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> dict[str, Any]:
+    """Run (or resume) a search into `cfg.out`; returns what results.json holds."""
+    return Search(cfg, resume=resume, log=log).run()

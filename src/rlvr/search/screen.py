@@ -1,0 +1,218 @@
+"""Screening: one short GRPO run with the protected base rewards plus candidate reward(s), scored on
+the development split. Runs in a worker process (local pool or Ray) or in-process; its input and
+output are plain data so it pickles and its result goes straight into the store as JSON.
+
+Scores (per problem i of the dev split, n samples each; `c_i` correct, `a_i` answered, i.e. the
+verifier found a final answer):
+
+    accuracy  = sum_i c_i / (P n)                      (sampled pass@1)
+    precision = sum_i c_i / sum_i a_i                  (correct among answered)
+    recall    = sum_i c_i / (P n)                      (= accuracy)
+    F1        = 2 precision recall / (precision + recall)
+
+F1 rewards a policy that answers when it can and is right when it answers; with every completion
+answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap over problems.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score"]
+
+
+@dataclass(frozen=True)
+class ScreenJob:
+    """One screening run. `members` are (name, source) of the sandboxed candidate rewards, averaged
+    into one reward `candidate` of weight `candidate_weight` (none: the base-rewards-only control)."""
+
+    key: str
+    kind: str
+    members: tuple[tuple[str, str], ...]
+    model: str
+    steps: int
+    seed: int
+    out: str
+    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig values (base rewards included)
+    candidate_weight: float = 1.0
+    candidate_timeout_s: float = 10.0
+    unsafe_no_sandbox: bool = False
+    eval_split: Literal["dev", "test"] = "dev"
+    eval_n: int = 200
+    eval_samples: int = 4
+    keep_model: bool = True
+
+    @property
+    def names(self) -> list[str]:
+        return [m[0] for m in self.members]
+
+
+class EnsembleReward:
+    """`weight * mean` of member rewards per item; None where any member gave None."""
+
+    def __init__(self, members: list[Any], weight: float = 1.0, name: str = "candidate") -> None:
+        self.members, self.weight, self.__name__ = members, weight, name
+
+    def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
+        cols = [m(completions, **kwargs) for m in self.members]
+        out: list[float | None] = []
+        for vals in zip(*cols, strict=True):
+            out.append(None if any(v is None for v in vals) else self.weight * sum(vals) / len(vals))
+        return out
+
+    def close(self) -> None:
+        for m in self.members:
+            m.close()
+
+
+def f1_score(correct: float, answered: float, total: float) -> float:
+    """F1 of precision = correct/answered and recall = correct/total (0 when nothing is correct).
+
+    >>> f1_score(6, 8, 10)
+    0.6857142857142857
+    """
+    if correct <= 0 or answered <= 0 or total <= 0:
+        return 0.0
+    p, r = correct / answered, correct / total
+    return 2 * p * r / (p + r)
+
+
+def _ci(stat, n_items: int, seed: int, n_resamples: int = 1000) -> tuple[float, float]:
+    """Percentile bootstrap interval of `stat(idx)` over problems resampled with replacement."""
+    if n_items < 2:
+        v = stat(np.arange(n_items))
+        return v, v
+    rng = np.random.default_rng(seed)
+    vals = np.array([stat(rng.integers(0, n_items, n_items)) for _ in range(n_resamples)])
+    lo, hi = np.percentile(vals, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def dev_scores(correct: np.ndarray, answered: np.ndarray, seed: int = 0) -> dict[str, Any]:
+    """Accuracy and F1 with 95% bootstrap CIs from (P, n) boolean arrays."""
+    c, a = correct.sum(1).astype(float), answered.sum(1).astype(float)
+    n = correct.shape[1]
+    acc = lambda idx: float(c[idx].sum() / (len(idx) * n))  # noqa: E731
+    f1 = lambda idx: f1_score(c[idx].sum(), a[idx].sum(), len(idx) * n)  # noqa: E731
+    idx = np.arange(len(c))
+    return {
+        "accuracy": acc(idx),
+        "accuracy_ci": _ci(acc, len(c), seed),
+        "f1": f1(idx),
+        "f1_ci": _ci(f1, len(c), seed + 1),
+        "answered": float(a.sum() / (len(c) * n)),
+        "n_problems": len(c),
+        "n_samples": n,
+    }
+
+
+def evaluate_model(
+    model_dir: str | Path,
+    split: Literal["dev", "test"],
+    n_problems: int,
+    n_samples: int,
+    *,
+    task: str,
+    preset: str,
+    seed: int,
+    max_new_tokens: int = 64,
+    threads: int | None = 2,
+) -> dict[str, Any]:
+    """Sampled scores and greedy per-problem correctness of a saved model on a split."""
+    import torch
+
+    from rlvr.evaluate.runner import sample_and_score
+    from rlvr.models.load import load_model, load_tokenizer
+    from rlvr.tasks import load_task
+
+    if threads:
+        torch.set_num_threads(threads)
+    problems = load_task(task, split, n=n_problems, seed=0, preset=preset, allow_holdout=False)
+    model, tok = load_model(model_dir), load_tokenizer(model_dir)
+    sampled = sample_and_score(model, tok, problems, n=n_samples, temperature=1.0, max_new_tokens=max_new_tokens,
+                               seed=seed)  # fmt: skip
+    greedy = sample_and_score(model, tok, problems, n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed)
+    answered = np.array([[p is not None for p in row] for row in sampled.parsed], dtype=bool)
+    out = dev_scores(sampled.correct, answered, seed)
+    out.update(
+        split=split,
+        greedy=float(greedy.correct.mean()),
+        per_problem={
+            "ids": [p.id for p in problems],
+            "correct": sampled.correct.sum(1).tolist(),
+            "answered": answered.sum(1).tolist(),
+            "greedy": greedy.correct[:, 0].astype(int).tolist(),
+        },
+    )
+    return out
+
+
+def run_screen(job: ScreenJob) -> dict[str, Any]:
+    """Train, evaluate on `job.eval_split`, and return a JSON-able result; never raises."""
+    t0 = time.time()
+    result: dict[str, Any] = {"key": job.key, "kind": job.kind, "members": job.names, "steps": job.steps,
+                              "seed": job.seed, "run_dir": job.out}  # fmt: skip
+    reward = None
+    try:
+        from rlvr.audit.drift import reward_flags
+        from rlvr.config import load_config
+        from rlvr.grpo.config import TrainConfig
+        from rlvr.grpo.trainer import GRPOTrainer
+        from rlvr.runlog import read_jsonl
+        from rlvr.search.sandbox import load
+
+        values = {**job.train, "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
+                  "eval_every": 0, "save_every": 0}  # fmt: skip
+        cfg = load_config(TrainConfig, None, values)
+        extra = None
+        if job.members:
+            members = [
+                load(src, timeout_s=job.candidate_timeout_s, name=name, unsafe_no_sandbox=job.unsafe_no_sandbox)
+                for name, src in job.members
+            ]
+            reward = EnsembleReward(members, job.candidate_weight)
+            extra = {"candidate": reward}
+        trainer = GRPOTrainer(cfg, extra_rewards=extra)
+        run_dir = trainer.train()
+        rows = read_jsonl(run_dir / "metrics.jsonl")
+        errors = sum(r.get("reward/candidate/errors", 0.0) for r in rows)
+        evaluated = evaluate_model(
+            run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
+            seed=job.seed, max_new_tokens=cfg.max_new_tokens, threads=cfg.threads,
+        )  # fmt: skip
+        samples = read_jsonl(run_dir / "samples" / "train.jsonl")
+        flags = [f for f in reward_flags(samples) if f["reward"] == "candidate"]
+        last = rows[-10:]
+        result.update(
+            status="done",
+            scores=evaluated,
+            train={
+                "accuracy_last10": float(np.mean([r["train/accuracy"] for r in last])),
+                "reward_last10": float(np.nanmean([r.get("reward/total/mean", math.nan) for r in last])),
+                "candidate_errors": errors,
+                "steps_run": len(rows),
+            },
+            reward_audit=flags[0] if flags else None,
+        )
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+        if not job.keep_model:
+            shutil.rmtree(run_dir / "model", ignore_errors=True)
+    except Exception as e:  # a failed screen is a result (the search goes on), not a crash
+        result.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-4000:])
+    finally:
+        if reward is not None:
+            reward.close()
+    result["seconds"] = time.time() - t0
+    return result
+
+
+def job_dict(job: ScreenJob) -> dict[str, Any]:
+    return asdict(job)

@@ -1,0 +1,209 @@
+"""Reward search loop: config checks, scores, ensemble choice, an end-to-end search in this process,
+resume after a lost screen, the local process pool, and the CLI's error paths."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rlvr.cli import app
+from rlvr.config import ConfigError, load_config
+from rlvr.search import run as search_run
+from rlvr.search.config import SearchConfig
+from rlvr.search.executor import run_jobs
+from rlvr.search.proposer import Candidate, OfflineProposer
+from rlvr.search.screen import ScreenJob, dev_scores, f1_score
+from rlvr.search.store import Store
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+BAD_SOURCE = '''"""reads a file"""
+RANGE = (0.0, 1.0)
+
+def reward(completions, **kwargs):
+    return [float(len(open("/etc/passwd").read()) > 0) for _ in completions]
+'''
+
+
+def _cfg(tmp_path: Path, model: Path, **kw) -> SearchConfig:
+    values = {
+        "base_model": str(model), "rounds": 2, "candidates": 2, "screen_steps": 1, "dev_n": 4, "dev_samples": 2,
+        "test_n": 6, "test_samples": 2, "ensemble_size": 2, "seeds": 2, "workers": 0, "out": str(tmp_path / "s"),
+        "train": {"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 12, "threads": 1},
+        "threads": 1,
+    }  # fmt: skip
+    values.update(kw)
+    return load_config(SearchConfig, None, values)
+
+
+def test_config_rejects_fields_the_search_owns_and_bad_train_values():
+    with pytest.raises(ConfigError, match="steps"):
+        load_config(SearchConfig, None, {"train": {"steps": 3}})
+    with pytest.raises(ConfigError, match="lr"):
+        load_config(SearchConfig, None, {"train": {"lr": -1}})
+    with pytest.raises(ConfigError, match="rungs"):
+        load_config(SearchConfig, None, {"halving": {"enabled": True, "rungs": [0.5, 0.25]}})
+
+
+def test_f1_and_dev_scores_hand_computed():
+    assert f1_score(0, 5, 10) == 0.0
+    # precision 6/8, recall 6/10 -> F1 = 2 * .75 * .6 / 1.35
+    assert f1_score(6, 8, 10) == pytest.approx(2 * 0.75 * 0.6 / 1.35)
+    correct = np.array([[1, 1], [1, 0], [0, 0], [1, 1], [1, 0]], dtype=bool)
+    answered = np.array([[1, 1], [1, 1], [0, 0], [1, 1], [1, 1]], dtype=bool)
+    s = dev_scores(correct, answered, seed=0)
+    assert s["accuracy"] == pytest.approx(6 / 10)
+    assert s["answered"] == pytest.approx(8 / 10)
+    assert s["f1"] == pytest.approx(f1_score(6, 8, 10))
+    assert s["f1_ci"][0] <= s["f1"] <= s["f1_ci"][1]
+    assert s["accuracy_ci"][0] <= s["accuracy"] <= s["accuracy_ci"][1]
+
+
+def _done(name: str, f1: float, steps: int = 10) -> dict:
+    return {"status": "done", "steps": steps, "scores": {"f1": f1, "accuracy": f1, "f1_ci": [f1, f1]}, "key": name}
+
+
+def test_ranking_and_ensemble_choice(tmp_path, tiny_model_dir):
+    s = search_run.Search(_cfg(tmp_path, tiny_model_dir, ensemble_size=2), log=lambda m: None)
+    rows = [Candidate(f"r{r}-c{i}", f"# {r}{i}\n", "d", (), r) for r in (1, 2) for i in range(3)]
+    for r in (1, 2):
+        s.store.add_round(r, [c for c in rows if c.round == r])
+    for c in rows:
+        s.store.set_validation(c.name, c.name != "r2-c2", None if c.name != "r2-c2" else "static", "", None)
+    f1 = {"r1-c0": 0.5, "r1-c1": 0.4, "r1-c2": 0.1, "r2-c0": 0.3, "r2-c1": 0.2}
+    for name, v in f1.items():
+        s.store.add_screen(f"cand/{name}/s10/seed0", "candidate", [name], 10, 0, _done(name, v))
+    # a halving survivor with more steps outranks a higher score at fewer steps
+    s.store.add_screen("cand/r1-c2/s30/seed0", "candidate", ["r1-c2"], 30, 0, _done("r1-c2", 0.05, steps=30))
+    board = s.leaderboard()
+    assert [x["row"].name for x in board][:5] == ["r1-c2", "r1-c0", "r1-c1", "r2-c0", "r2-c1"]
+    assert board[-1]["row"].name == "r2-c2" and board[-1]["result"] is None
+    ens = s.pick_ensembles(board)
+    assert [r.name for r in ens["top"]] == ["r1-c2", "r1-c0"]
+    assert [r.name for r in ens["diverse"]] == ["r1-c2", "r2-c0"]  # the best of each round
+    assert len(ens["random"]) == 2 and all(r.accepted for r in ens["random"])
+    hist = {h.name: h for h in s.history()}
+    assert hist["r2-c2"].failure and hist["r2-c2"].score is None
+    assert hist["r1-c2"].score == 0.05  # the result at the largest budget
+
+
+class _WithBadCandidate(OfflineProposer):
+    """The offline proposer, plus one candidate that the sandbox must reject, in round 1."""
+
+    def propose(self, n, history=()):
+        out = super().propose(n, history)
+        if not history:
+            out.append(Candidate("bad-open", BAD_SOURCE, "reads a file"))
+        return out
+
+
+def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_model_dir, monkeypatch):
+    cfg = _cfg(tmp_path, tiny_model_dir)
+    monkeypatch.setattr(search_run, "make_proposer", lambda c: _WithBadCandidate(seed=c.seed))
+    logs: list[str] = []
+    res = search_run.run_search(cfg, log=logs.append)
+    out = Path(cfg.out)
+    assert (out / "search_report.html").stat().st_size > 1000
+    on_disk = json.loads((out / "results.json").read_text())
+    assert [r["round"] for r in on_disk["rounds"]] == [1, 2]
+    names = {c["name"]: c for c in on_disk["candidates"]}
+    assert len(names) == 5 and names["bad-open"]["status"] == "rejected"
+    assert names["bad-open"]["stage"] in ("static", "load", "namespace", "probe")
+    screened = [c for c in on_disk["candidates"] if c["status"] == "done"]
+    assert len(screened) == 4 and all(c["scores"]["n_problems"] == 4 for c in screened)
+    assert {e["kind"] for e in on_disk["ensembles"]} == {"top", "diverse", "random"}
+    assert len(on_disk["seeds"]["runs"]) == 2
+    assert {t["b"] for t in res["final"]["tests"]} >= {"top ensemble", "diverse ensemble", "random ensemble"}
+    for t in res["final"]["tests"]:
+        assert 0 <= t["pvalue"] <= t["p_adjusted"] <= 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["finished"] is True and manifest["command"] == "search"
+    n_screens = len(Store(out / "search.db").screens())
+    assert n_screens == 1 + 4 + 3 + 1  # control, candidates, ensembles, one more seed
+
+    # lose one finished screen (as if killed while it ran), then resume
+    lost = next(s["key"] for s in Store(out / "search.db").screens("candidate"))
+    with sqlite3.connect(out / "search.db") as db:
+        db.execute("DELETE FROM screens WHERE key = ?", (lost,))
+    logs.clear()
+    res2 = search_run.run_search(cfg, resume=True, log=logs.append)
+    reran = [m for m in logs if "] " in m and ("F1" in m or "FAILED" in m)]
+    assert len(reran) == 1 and lost in reran[0]
+    assert not any("proposed" in m for m in logs)  # rounds are not proposed again
+    assert {c["name"] for c in res2["candidates"]} == set(names)
+
+
+def test_existing_search_folder_needs_resume(tmp_path, tiny_model_dir):
+    cfg = _cfg(tmp_path, tiny_model_dir)
+    Store(Path(cfg.out) / "search.db").close()
+    with pytest.raises(FileExistsError, match="--resume"):
+        search_run.Search(cfg)
+
+
+def test_process_pool_runs_a_screen_in_a_fresh_process(tmp_path, tiny_model_dir):
+    job = ScreenJob(
+        key="baseline/s1/seed0", kind="baseline", members=(), model=str(tiny_model_dir), steps=1, seed=0,
+        out=str(tmp_path / "run"), eval_n=3, eval_samples=1,
+        train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+    )  # fmt: skip
+    got: list[dict] = []
+    run_jobs([job], lambda j, r: got.append(r), workers=1)
+    assert got[0]["status"] == "done", got[0].get("error")
+    assert got[0]["scores"]["n_problems"] == 3
+    assert (tmp_path / "run" / "model" / "config.json").exists()
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_a_failing_screen_is_recorded_not_raised(tmp_path):
+    job = ScreenJob(key="k", kind="baseline", members=(), model=str(tmp_path / "missing"), steps=1, seed=0,
+                    out=str(tmp_path / "run"))  # fmt: skip
+    got: list[dict] = []
+    run_jobs([job], lambda j, r: got.append(r), workers=0)
+    assert got[0]["status"] == "failed" and "missing" in got[0]["error"]
+
+
+def test_cli_errors_exit_2_with_the_reason(tmp_path):
+    bad = tmp_path / "search.yaml"
+    bad.write_text("rounds: 2\ncandidatez: 3\n")
+    r = CliRunner().invoke(app, ["search", "--config", str(bad), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 or isinstance(r.exception, ConfigError)
+    msg = str(r.exception) if r.exception else r.output
+    assert "search.yaml:2" in msg and "candidatez" in msg
+    r = CliRunner().invoke(app, ["search", "--resume", str(tmp_path / "nowhere")])
+    assert r.exit_code == 2 and "not a search folder" in r.output
+    r = CliRunner().invoke(app, ["search", "--preset", "nope"])
+    assert r.exit_code == 2 and "unknown preset" in r.output
+
+
+@pytest.mark.slow
+def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
+    pytest.importorskip("ray")
+    jobs = [
+        ScreenJob(
+            key=f"baseline/s1/seed{s}",
+            kind="baseline",
+            members=(),
+            model=str(tiny_model_dir),
+            steps=1,
+            seed=s,
+            out=str(tmp_path / f"run{s}"),
+            eval_n=3,
+            eval_samples=1,
+            train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+        )  # fmt: skip
+        for s in range(2)
+    ]
+    got: dict[str, dict] = {}
+    try:
+        run_jobs(jobs, lambda j, r: got.__setitem__(j.key, r), ray="local", cpus_per_job=1)
+    finally:
+        import ray
+
+        ray.shutdown()
+    assert sorted(got) == [j.key for j in jobs]
+    assert all(r["status"] == "done" for r in got.values()), got
