@@ -207,3 +207,35 @@ def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
         ray.shutdown()
     assert sorted(got) == [j.key for j in jobs]
     assert all(r["status"] == "done" for r in got.values()), got
+
+
+def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_path, tiny_model_dir, monkeypatch):
+    from rlvr.config import dump_config
+    from rlvr.search.calibrate import calibrate
+
+    cfg = _cfg(tmp_path, tiny_model_dir, screen_steps=9)
+    out = Path(cfg.out)
+    s = search_run.Search(cfg, log=lambda m: None)
+    cands = [Candidate(f"c{i}", f"# {i}\n", "d", (), 1) for i in range(4)]
+    s.store.add_round(1, cands)
+    full = {"c0": 0.4, "c1": 0.3, "c2": 0.2, "c3": 0.1}
+    for c in cands:
+        s.store.set_validation(c.name, True, None, "", None)
+        s.store.add_screen(f"cand/{c.name}/s9/seed0", "candidate", [c.name], 9, 0, _done(c.name, full[c.name], 9))
+    s.store.close()
+    dump_config(cfg, out / "config.yaml")
+    short = {"c0": 0.3, "c1": 0.35, "c2": 0.1, "c3": 0.05}  # one swapped pair: tau = 4/6
+    seed2 = {"c0": 0.1, "c1": 0.2, "c2": 0.3, "c3": 0.4}  # reversed: tau = -1
+
+    def fake_run_jobs(jobs, on_result, **kw):
+        for j in jobs:
+            name = j.names[0]
+            f1 = short[name] if j.steps == 3 else seed2[name] if j.seed == 1 else full[name]
+            on_result(j, _done(name, f1, j.steps))
+
+    monkeypatch.setattr(search_run, "run_jobs", fake_run_jobs)
+    res = calibrate(out, n=4, short_frac=1 / 3, log=lambda m: None)
+    assert res["short_steps"] == 3 and res["full_steps"] == 9 and res["n"] == 4
+    assert res["tau_short_full"] == pytest.approx(4 / 6)
+    assert res["tau_seeds"] == pytest.approx(-1.0)
+    assert json.loads((out / "calibration.json").read_text())["rows"][0]["name"] == "c0"
