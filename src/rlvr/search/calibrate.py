@@ -42,7 +42,14 @@ def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Lo
     if not (out / "search.db").exists():
         raise FileNotFoundError(f"{out}: no search.db (run `rlvr search` first)")
     cfg = load_config(SearchConfig, out / "config.yaml", {"out": str(out)})
-    s = Search(cfg, resume=True, log=log)
+    s = Search(cfg, resume=True, log=log, write_run=False)  # leaves the search's manifest as it is
+    try:
+        return _calibrate(s, out, cfg, n, short_frac)
+    finally:
+        s.store.close()
+
+
+def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: float) -> dict[str, Any]:
     s.base = s.ensure_base()
     board = [x for x in s.leaderboard() if x["result"] and x["result"].get("status") == "done"][:n]
     if len(board) < 3:
@@ -81,5 +88,4 @@ def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Lo
         results["calibration"] = result
         results_path.write_text(json.dumps(results, indent=2))
         write_report(results, out / "search_report.html")
-    s.store.close()
     return result

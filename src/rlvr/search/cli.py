@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,7 +14,7 @@ console = Console(stderr=True)
 search_app = typer.Typer(help="Reward search: LLM- or primitive-written rewards, sandboxed and screened by GRPO.")
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str) -> NoReturn:
     console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
@@ -46,7 +46,7 @@ def search(
         return
     from rlvr.config import load_config
     from rlvr.search.config import SEARCH_PRESETS, SearchConfig
-    from rlvr.search.run import run_search
+    from rlvr.search.run import SearchError, run_search
     from rlvr.search.sandbox import SandboxUnavailable
 
     if resume is not None:
@@ -64,8 +64,11 @@ def search(
         cfg = load_config(SearchConfig, config, overrides, base=dict(SEARCH_PRESETS.get(preset or "", {})))
     try:
         results = run_search(cfg, resume=resume is not None, log=_log)
-    except (FileExistsError, FileNotFoundError, SandboxUnavailable) as e:
-        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; finished screens are stored: rlvr search --resume {cfg.out}")
+    except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:
+        hint = f" (finished screens are stored: rlvr search --resume {cfg.out})" if isinstance(e, SearchError) else ""
+        _fail(f"{e}{hint}")
     final = results["final"]
     for t in final["tests"]:
         _log(f"{t['b']} vs control: greedy {t['greedy_diff']:+.3f}, pass@1 {t['pass1_diff']:+.3f}, "

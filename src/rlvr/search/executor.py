@@ -2,22 +2,53 @@
 process, so a crash or leak in one run cannot touch the next), or as Ray tasks on a cluster.
 
 `run_jobs(jobs, on_result, ...)` calls `on_result(job, result)` in this process as each job
-finishes, in completion order, so the caller can commit it to the store at once.
+finishes, in completion order, so the caller can commit it to the store at once. A job whose worker
+died (OOM kill, segfault) is tried once more in a fresh pool; if it dies again its result is
+`{"status": "failed", "retryable": True, ...}`, which `rlvr search --resume` runs again. Pool workers
+exit when the driving process dies, so a killed search leaves no orphan training into its folders.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from rlvr.search.screen import ScreenJob, run_screen
 
-__all__ = ["run_jobs", "ray_init"]
+__all__ = ["run_jobs", "ray_init", "MAX_ATTEMPTS"]
 
 OnResult = Callable[[ScreenJob, dict[str, Any]], None]
+MAX_ATTEMPTS = 2  # tries of a job whose worker process died
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Pool initializer: a daemon thread ends this worker when the driver process is gone."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    ctx = mp.get_context("spawn")  # a fresh interpreter: no inherited torch threads or locks
+    kw: dict[str, Any] = {"initializer": _exit_with_parent, "initargs": (os.getpid(),)}
+    if sys.version_info >= (3, 11):
+        return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1, **kw)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **kw)  # pragma: no cover - 3.10
+
+
+def _died(job: ScreenJob, why: str) -> dict[str, Any]:
+    return {"key": job.key, "status": "failed", "retryable": True, "error": why}
 
 
 def _local(jobs: Sequence[ScreenJob], on_result: OnResult, workers: int) -> None:
@@ -25,22 +56,29 @@ def _local(jobs: Sequence[ScreenJob], on_result: OnResult, workers: int) -> None
         for job in jobs:
             on_result(job, run_screen(job))
         return
-    ctx = mp.get_context("spawn")  # a fresh interpreter: no inherited torch threads or locks
-    if sys.version_info >= (3, 11):
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1)
-    else:  # pragma: no cover - 3.10 has no max_tasks_per_child: workers are reused
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    with pool:
-        pending = {pool.submit(run_screen, job): job for job in jobs}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = pending.pop(fut)
-                try:
-                    result = fut.result()
-                except Exception as e:  # the worker process died (OOM kill, segfault)
-                    result = {"key": job.key, "status": "failed", "error": f"worker died: {type(e).__name__}: {e}"}
-                on_result(job, result)
+    attempts = dict.fromkeys((j.key for j in jobs), 0)
+    queue = list(jobs)
+    while queue:
+        retry: list[ScreenJob] = []
+        with _pool(workers) as pool:
+            pending = {pool.submit(run_screen, job): job for job in queue}
+            for job in queue:
+                attempts[job.key] += 1
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    job = pending.pop(fut)
+                    try:
+                        result = fut.result()
+                    except BrokenProcessPool as e:  # some worker died; every pending job sees this
+                        if attempts[job.key] < MAX_ATTEMPTS:
+                            retry.append(job)
+                            continue
+                        result = _died(job, f"worker died: {e}")
+                    except Exception as e:
+                        result = _died(job, f"worker failed: {type(e).__name__}: {e}")
+                    on_result(job, result)
+        queue = retry
 
 
 def ray_init(address: str) -> Any:
@@ -59,7 +97,7 @@ def ray_init(address: str) -> Any:
 
 def _ray(jobs: Sequence[ScreenJob], on_result: OnResult, address: str, cpus_per_job: int) -> None:
     ray = ray_init(address)
-    remote = ray.remote(num_cpus=cpus_per_job, max_retries=0)(run_screen)
+    remote = ray.remote(num_cpus=cpus_per_job, max_retries=MAX_ATTEMPTS - 1)(run_screen)
     pending = {remote.remote(job): job for job in jobs}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
@@ -67,8 +105,8 @@ def _ray(jobs: Sequence[ScreenJob], on_result: OnResult, address: str, cpus_per_
             job = pending.pop(ref)
             try:
                 result = ray.get(ref)
-            except Exception as e:  # the task's worker died
-                result = {"key": job.key, "status": "failed", "error": f"ray task failed: {type(e).__name__}: {e}"}
+            except Exception as e:  # the task's worker died on every try
+                result = _died(job, f"ray task failed: {type(e).__name__}: {e}")
             on_result(job, result)
 
 

@@ -17,6 +17,7 @@ The private holdout is never read. Everything is in OUT/search.db; `--resume` sk
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlvr.audit.report import clean
 from rlvr.runlog import RunDir
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
@@ -31,9 +33,20 @@ from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, Ranke
 from rlvr.search.screen import ScreenJob
 from rlvr.search.store import CandidateRow, Store
 
-__all__ = ["run_search", "make_proposer", "rank_key"]
+__all__ = ["run_search", "make_proposer", "rank_key", "SearchError", "Search"]
 
 Log = Callable[[str], None]
+
+
+class SearchError(RuntimeError):
+    """The search cannot go on (proposer unreachable, bad setup); what finished is in the store."""
+
+
+def _members_tag(names: list[str]) -> str:
+    """A short hash of an ensemble's member names, so a changed ensemble never reuses a result."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:8]
 
 
 def make_proposer(cfg: SearchConfig):
@@ -57,12 +70,15 @@ def rank_key(result: dict[str, Any] | None) -> tuple[float, float, float]:
 
 
 class Search:
-    def __init__(self, cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> None:
+    def __init__(self, cfg: SearchConfig, *, resume: bool = False, log: Log = print, write_run: bool = True) -> None:
         self.cfg, self.log = cfg, log
-        self.out = Path(cfg.out)
+        self.out = Path(cfg.out).resolve()  # absolute: screens may run in other processes or on Ray nodes
         if not resume and (self.out / "search.db").exists():
             raise FileExistsError(f"{self.out}: a search is already there; pass --resume or another --out")
-        self.rundir = RunDir(self.out, cfg, command="search", resume=resume)
+        if cfg.task not in ("arith", "gsm8k"):
+            raise ValueError(f"task {cfg.task!r}: reward search needs a task with train/dev/test splits (arith, gsm8k)")
+        self.proposer = make_proposer(cfg)  # fails here, before any training, on a bad proposer setup
+        self.rundir = RunDir(self.out, cfg, command="search", resume=resume) if write_run else None
         self.store = Store(self.out / "search.db")
         self.base: str = ""
 
@@ -83,7 +99,7 @@ class Search:
 
     def _run(self, jobs: list[ScreenJob], label: str) -> dict[str, dict[str, Any]]:
         """Run the jobs not already in the store; return every job's result by key."""
-        todo = [j for j in jobs if self.store.screen(j.key) is None]
+        todo = [j for j in jobs if (self.store.screen(j.key) or {"retryable": True}).get("retryable")]
         if len(todo) < len(jobs):
             self.log(f"{label}: {len(jobs) - len(todo)} screen(s) already done, {len(todo)} to run")
         done = [0]
@@ -143,17 +159,27 @@ class Search:
                 out.append(RankedResult(row.name, row.source, row.description, failure=res.get("error", "failed")))
                 continue
             s = res["scores"]
+            if res["steps"] < self.cfg.screen_steps:  # cut by halving: not comparable with full-budget scores
+                why = f"cut by successive halving after {res['steps']} steps (dev F1 {s['f1']:.3f})"
+                out.append(RankedResult(row.name, row.source, row.description, failure=why))
+                continue
             out.append(RankedResult(row.name, row.source, row.description, s["f1"], tuple(s["f1_ci"])))
         return out
 
     def propose(self, rnd: int) -> list[CandidateRow]:
         if not self.store.round_proposed(rnd):
-            proposer = make_proposer(self.cfg)
+            proposer = self.proposer
             if isinstance(proposer, ChatProposer):
                 proposer.rounds = rnd - 1
-            cands: list[Candidate] = proposer.propose(self.cfg.candidates, self.history())
+            try:
+                cands: list[Candidate] = proposer.propose(self.cfg.candidates, self.history())
+            except Exception as e:  # network, server or parsing trouble: stop with what finished stored
+                raise SearchError(f"round {rnd}: the proposer failed: {type(e).__name__}: {e}") from e
             known = {r.name for r in self.store.candidates()}
             cands = [Candidate(c.name, c.source, c.description, c.parents, rnd) for c in cands if c.name not in known]
+            if not cands:  # not marked as proposed, so a resumed search asks again
+                self.log(f"round {rnd}: the proposer returned no new candidate")
+                return []
             self.store.add_round(rnd, cands)
             self.log(f"round {rnd}: {len(cands)} candidate(s) proposed")
         return self.store.candidates(rnd)
@@ -163,7 +189,9 @@ class Search:
 
         for row in rows:
             if row.accepted is None:
-                v = validate(row.source, unsafe_no_sandbox=self.cfg.unsafe_no_sandbox)
+                v = validate(
+                    row.source, timeout_s=self.cfg.candidate_timeout_s, unsafe_no_sandbox=self.cfg.unsafe_no_sandbox
+                )
                 self.store.set_validation(row.name, v.accepted, v.stage, v.reason, v.probe_raw)
                 self.log(f"  {row.name}: {'accepted' if v.accepted else f'rejected at {v.stage}: {v.reason}'}")
         return [r for r in self.store.candidates(rows[0].round) if r.accepted] if rows else []
@@ -189,11 +217,15 @@ class Search:
         return rows
 
     def pick_ensembles(self, board: list[dict[str, Any]]) -> dict[str, list[CandidateRow]]:
-        k = self.cfg.ensemble_size
+        """`top`, `diverse` (skipped when it equals `top`) and `random`, of size min(ensemble_size,
+        screened candidates); none with fewer than two screened candidates."""
         good = [x["row"] for x in board if x["result"] and x["result"].get("status") == "done"]
-        if len(good) < k:
-            self.log(f"ensembles: only {len(good)} screened candidate(s), fewer than ensemble_size={k}; skipped")
+        k = min(self.cfg.ensemble_size, len(good))
+        if k < 2:
+            self.log(f"ensembles: {len(good)} screened candidate(s), at least 2 needed; skipped")
             return {}
+        if k < self.cfg.ensemble_size:
+            self.log(f"ensembles: only {len(good)} screened candidates; ensembles of {k}")
         top = good[:k]
         by_round: dict[int, list[CandidateRow]] = {}
         for r in good:
@@ -206,9 +238,12 @@ class Search:
                     diverse.append(by_round[rnd][depth])
             depth += 1
         rng = random.Random(self.cfg.seed * 7919 + 13)
-        pool = [x["row"] for x in board if x["row"].accepted]
-        rand = rng.sample(pool, k)
-        return {"top": top, "diverse": diverse, "random": rand}
+        rand = rng.sample(sorted(good, key=lambda r: r.name), k)  # from the screened ones, like the others
+        out = {"top": top, "diverse": diverse, "random": rand}
+        if {r.name for r in diverse} == {r.name for r in top}:
+            self.log("ensembles: the diverse ensemble equals the top one; trained once")
+            del out["diverse"]
+        return out
 
     def final(self, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Test-split scores of each configuration's model and McNemar tests against the control."""
@@ -253,7 +288,8 @@ class Search:
         c = self.cfg
         t0 = time.time()
         self.base = self.ensure_base()
-        self.rundir.write_manifest(seeds={"search": c.seed}, base_model=self.base)
+        if self.rundir is not None:
+            self.rundir.write_manifest(seeds={"search": c.seed}, base_model=self.base)
         ctrl_key = f"baseline/s{c.screen_steps}/seed{c.seed}"
         control = self._run([self._job(ctrl_key, "baseline", [], c.screen_steps, c.seed)], "control")[ctrl_key]
         for rnd in range(1, c.rounds + 1):
@@ -263,7 +299,8 @@ class Search:
         board = self.leaderboard()
         ens = self.pick_ensembles(board)
         steps = c.steps_final
-        ens_jobs = {kind: self._job(f"ens/{kind}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
+        tags = {kind: _members_tag([r.name for r in m]) for kind, m in ens.items()}
+        ens_jobs = {kind: self._job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
                     for kind, m in ens.items()}  # fmt: skip
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
@@ -272,8 +309,8 @@ class Search:
                             reverse=True)  # fmt: skip
         if ranked_ens and c.seeds > 1 and ranked_ens[0][1].get("status") == "done":
             kind = ranked_ens[0][0]
-            jobs = [self._job(f"ens/{kind}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps, c.seed + s)
-                    for s in range(1, c.seeds)]  # fmt: skip
+            jobs = [self._job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps,
+                              c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
             res = self._run(jobs, f"seeds ({kind} ensemble)")
             runs = [ens_out[kind]] + [res[j.key] for j in jobs]
             f1s = [r["scores"]["f1"] for r in runs if r.get("status") == "done"]
@@ -281,19 +318,27 @@ class Search:
                                                      "scores": r.get("scores")} for r in runs],
                          "f1_mean": float(sum(f1s) / len(f1s)) if f1s else None,
                          "f1_sd": float(_sd(f1s)) if len(f1s) > 1 else None}  # fmt: skip
-        finals = {"control": control} if control.get("status") == "done" else {}
         best = next((x for x in board if x["result"] and x["result"].get("status") == "done"), None)
-        if best:
+        if steps != c.screen_steps:  # the final comparison holds the training budget fixed
+            jobs = [self._job(f"baseline/s{steps}/seed{c.seed}", "baseline", [], steps, c.seed)]
+            if best:
+                jobs.append(self._job(self._cand_key(best["row"].name, steps), "final", [best["row"]], steps, c.seed))
+            got = self._run(jobs, f"final budget ({steps} steps)")
+            control = got[jobs[0].key]
+            if best:
+                best = {"row": best["row"], "result": got[jobs[1].key]}
+        finals = {"control": control} if control.get("status") == "done" else {}
+        if best and best["result"].get("status") == "done":
             finals[f"best single ({best['row'].name})"] = best["result"]
         finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.get("status") == "done"})
         final = self.final(finals)
         results = self.results(control, board, ens, ens_out, seeds_out, final, time.time() - t0)
-        self.rundir.write_json("results.json", results)
+        (self.out / "results.json").write_text(json.dumps(clean(results), indent=2))
         from rlvr.search.report import write_report
 
         write_report(results, self.out / "search_report.html")
-        self.rundir.write_manifest(finished=True, wall_s=time.time() - t0)
-        self.store.close()
+        if self.rundir is not None:
+            self.rundir.write_manifest(finished=True, wall_s=time.time() - t0)
         return results
 
     def results(self, control, board, ens, ens_out, seeds_out, final, wall_s) -> dict[str, Any]:
@@ -346,4 +391,8 @@ def _sd(xs: list[float]) -> float:
 
 def run_search(cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> dict[str, Any]:
     """Run (or resume) a search into `cfg.out`; returns what results.json holds."""
-    return Search(cfg, resume=resume, log=log).run()
+    search = Search(cfg, resume=resume, log=log)
+    try:
+        return search.run()
+    finally:
+        search.store.close()

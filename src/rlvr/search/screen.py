@@ -26,7 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score"]
+__all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
+
+MAX_NONE_FRAC = 0.5  # a screen whose candidate reward was None for more of its items counts as failed
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,12 @@ def evaluate_model(
     return out
 
 
+def _nanmean(values: list[Any]) -> float | None:
+    """Mean of the numbers (metrics.jsonl writes NaN as null); None when there are none."""
+    xs = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    return float(np.mean(xs)) if xs else None
+
+
 def run_screen(job: ScreenJob) -> dict[str, Any]:
     """Train, evaluate on `job.eval_split`, and return a JSON-able result; never raises."""
     t0 = time.time()
@@ -169,21 +177,33 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
         from rlvr.runlog import read_jsonl
         from rlvr.search.sandbox import load
 
+        shutil.rmtree(job.out, ignore_errors=True)  # a rerun after a kill starts clean
         values = {**job.train, "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
                   "eval_every": 0, "save_every": 0}  # fmt: skip
+        # the runner's per-reward timeout must outlast one sandboxed call per member
+        floor = (len(job.members) + 1) * job.candidate_timeout_s
+        values["reward_timeout_s"] = max(float(values.get("reward_timeout_s", 30.0)), floor)
         cfg = load_config(TrainConfig, None, values)
         extra = None
         if job.members:
-            members = [
-                load(src, timeout_s=job.candidate_timeout_s, name=name, unsafe_no_sandbox=job.unsafe_no_sandbox)
-                for name, src in job.members
-            ]
+            members: list[Any] = []
+            try:
+                for name, src in job.members:
+                    members.append(
+                        load(src, timeout_s=job.candidate_timeout_s, name=name, unsafe_no_sandbox=job.unsafe_no_sandbox)
+                    )
+            except BaseException:
+                for m in members:
+                    m.close()
+                raise
             reward = EnsembleReward(members, job.candidate_weight)
             extra = {"candidate": reward}
         trainer = GRPOTrainer(cfg, extra_rewards=extra)
         run_dir = trainer.train()
         rows = read_jsonl(run_dir / "metrics.jsonl")
-        errors = sum(r.get("reward/candidate/errors", 0.0) for r in rows)
+        none_frac = _nanmean([r.get("reward/candidate/none_frac") for r in rows]) if job.members else 0.0
+        errors = sum(m.errors for m in reward.members) if reward is not None else 0
+        last_errors = sorted({m.last_error for m in reward.members if m.last_error}) if reward is not None else []
         evaluated = evaluate_model(
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
             seed=job.seed, max_new_tokens=cfg.max_new_tokens, threads=cfg.threads,
@@ -195,13 +215,19 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
             status="done",
             scores=evaluated,
             train={
-                "accuracy_last10": float(np.mean([r["train/accuracy"] for r in last])),
-                "reward_last10": float(np.nanmean([r.get("reward/total/mean", math.nan) for r in last])),
+                "accuracy_last10": _nanmean([r.get("train/accuracy") for r in last]),
+                "reward_last10": _nanmean([r.get("reward/total/mean") for r in last]),
                 "candidate_errors": errors,
+                "candidate_none_frac": none_frac,
+                "candidate_last_errors": last_errors[:3],
                 "steps_run": len(rows),
             },
             reward_audit=flags[0] if flags else None,
         )
+        if none_frac is not None and none_frac > MAX_NONE_FRAC:
+            # an unscorable item has no total reward, so it trains on nothing (the base rewards included)
+            result.update(status="failed", error=f"the candidate reward was unscorable (None) for {none_frac:.0%} "
+                          f"of completions; last errors: {'; '.join(last_errors[:2]) or 'none recorded'}")  # fmt: skip
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
         if not job.keep_model:
             shutil.rmtree(run_dir / "model", ignore_errors=True)
