@@ -69,34 +69,17 @@ def test_end_to_end_report_files(audited: Path) -> None:
     assert "## 4. Contamination" in (audited / "report.md").read_text()
 
 
-def _chromium() -> str:
-    path = os.environ.get("RLVR_CHROMIUM", "/usr/bin/chromium")
-    if not Path(path).is_file():
-        pytest.skip(f"no Chromium at {path} (apt-get install -y chromium, or set RLVR_CHROMIUM)")
-    return path
-
-
-def test_report_renders_in_headless_chromium(audited: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    browser_path = _chromium()
+def test_report_renders_in_headless_chromium(audited: Path, chromium_page) -> None:
     artifacts = Path(os.environ.get("RLVR_ARTIFACTS", "runs/artifacts"))
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto((audited / "report.html").resolve().as_uri(), wait_until="load")
-            images = page.eval_on_selector_all(
-                "img", "els => els.map(e => ({src: e.src.slice(0, 22), ok: e.complete && e.naturalWidth > 0}))"
-            )
-            assert len(images) >= 4
-            assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
-            badges = page.eval_on_selector_all("section.check .badge", "els => els.map(e => e.textContent)")
-            assert len(badges) == 7
-            artifacts.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(artifacts / "audit.png"), full_page=True)
-            assert errors == []
-        finally:
-            browser.close()
+    with chromium_page(audited / "report.html") as bp:
+        page = bp.page
+        images = page.eval_on_selector_all(
+            "img", "els => els.map(e => ({src: e.src.slice(0, 22), ok: e.complete && e.naturalWidth > 0}))"
+        )
+        assert len(images) >= 4
+        assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
+        badges = page.eval_on_selector_all("section.check .badge", "els => els.map(e => e.textContent)")
+        assert len(badges) == 7
+        artifacts.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(artifacts / "audit.png"), full_page=True)
+        assert bp.errors == []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -248,36 +247,17 @@ def test_empty_results_render(results: dict[str, Any]) -> None:
     _no_external(html)
 
 
-def _chromium() -> str:
-    path = os.environ.get("RLVR_CHROMIUM", "/usr/bin/chromium")
-    if not Path(path).is_file():
-        pytest.skip(f"no Chromium at {path} (apt-get install -y chromium, or set RLVR_CHROMIUM)")
-    return path
-
-
-def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    browser_path = _chromium()
+def test_report_renders_in_headless_chromium(tmp_path: Path, chromium_page) -> None:
     path = write_report(_results(calibration=True), tmp_path / "search_report.html")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_path, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            errors: list[str] = []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            requests: list[str] = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(path.resolve().as_uri(), wait_until="load")
-            images = page.eval_on_selector_all(
-                "img", "els => els.map(e => ({src: e.src.slice(0, 22), ok: e.complete && e.naturalWidth > 0}))"
-            )
-            assert len(images) == 3
-            assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
-            assert page.eval_on_selector_all("script", "els => els.length") == 0
-            assert page.eval_on_selector_all("details pre", "els => els.length") == 5
-            assert "<script>alert(1)</script>" in page.text_content("body")  # shown as text, not run
-            assert all(u.startswith(("file:", "data:")) for u in requests), requests
-            assert errors == []
-        finally:
-            browser.close()
+    with chromium_page(path) as bp:
+        page = bp.page
+        images = page.eval_on_selector_all(
+            "img", "els => els.map(e => ({src: e.src.slice(0, 22), ok: e.complete && e.naturalWidth > 0}))"
+        )
+        assert len(images) == 3
+        assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
+        assert page.eval_on_selector_all("script", "els => els.length") == 0
+        assert page.eval_on_selector_all("details pre", "els => els.length") == 5
+        assert "<script>alert(1)</script>" in page.text_content("body")  # shown as text, not run
+        assert all(u.startswith(("file:", "data:")) for u in bp.requests), bp.requests
+        assert bp.errors == []
