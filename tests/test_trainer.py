@@ -199,3 +199,60 @@ def test_lora_trains_adapters_only_and_resumes(tiny_model_dir: Path, tmp_path: P
     merged = load_model(run / "model")  # LoRA merged into a plain HF model
     assert not any("lora_" in n for n, _ in merged.named_parameters())
     assert _metrics(run)[-1]["train/kl"] > 0
+
+
+def _fake_rounds(monkeypatch, signal: list[list[bool]]):
+    """Replace one sampling round by groups whose 'has signal' flags come from `signal`, in order;
+    return the list of problem counts each round asked for."""
+    from rlvr.grpo import rollout
+
+    asked: list[int] = []
+
+    def fake_round(model, tok, probs, runner, cfg, ocfg, gen):
+        flags = signal[len(asked)][: len(probs)]
+        asked.append(len(probs))
+        g = cfg.group_size
+        groups = []
+        for p, ok in zip(probs, flags, strict=True):
+            total = torch.tensor([1.0, 0.0] * (g // 2)) if ok else torch.ones(g)
+            groups.append({"problem": p, "tokens": [[5, 2]] * g, "texts": ["x"] * g, "truncated": [False] * g,
+                           "rewards": {"outcome": total.tolist()}, "total": total})  # fmt: skip
+        return groups, torch.tensor(flags), 0.0, type("S", (), {"seconds": 0.0, "errors": {"outcome": 0}})()
+
+    monkeypatch.setattr(rollout, "_sample_round", fake_round)
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("dynamic", "gen_batch", "refills", "signal", "asked", "kept_signal"),
+    [
+        (False, None, 3, [[False, True, False, True]], [4], 2),  # no filtering: one round, as sampled
+        (True, None, 3, [[False, True, False, True], [True, False], [True]], [4, 2, 1], 4),
+        (True, 6, 3, [[False, True, False, True, True, False], [True] * 6], [6, 6], 4),  # bigger rounds
+        (True, None, 1, [[False] * 4, [False] * 4, [True] * 4], [4, 4], 0),  # out of refills: zero-std fill
+    ],
+)
+def test_dynamic_sampling_refills_zero_std_groups(monkeypatch, dynamic, gen_batch, refills, signal, asked, kept_signal):
+    import functools
+
+    from rlvr.grpo import objective as obj
+    from rlvr.grpo.presets import PRESETS
+    from rlvr.grpo.rollout import collect
+    from rlvr.tasks import load_task
+
+    got = _fake_rounds(monkeypatch, signal)
+    problems = iter(load_task("arith", "train", n=64))
+    cfg = load_config(
+        TrainConfig, None,
+        {"prompts_per_step": 4, "group_size": 2, "gen_batch_prompts": gen_batch, "max_refill_rounds": refills},
+    )  # fmt: skip
+    ocfg = PRESETS["dapo" if dynamic else "grpo"]
+    tok = type("T", (), {"__call__": lambda self, texts, **kw: {"input_ids": [[1] for _ in texts]}})()
+    ro = collect(
+        None, tok, lambda k: [next(problems) for _ in range(k)], RewardRunner([RewardSpec(name="outcome")]), cfg,
+        ocfg, functools.partial(obj.resolve_advantage("group"), eps=1e-4), torch.Generator(),
+    )  # fmt: skip
+    assert got == asked
+    assert len(ro.problems) == 4 and ro.stats["train/sampling_rounds"] == len(asked)
+    with_signal = sum(float(ro.total[i * 2 : i * 2 + 2].std()) > 0 for i in range(4))
+    assert with_signal == kept_signal

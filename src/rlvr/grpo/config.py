@@ -58,6 +58,7 @@ class TrainConfig(StrictModel):
     top_p: float = Field(1.0, gt=0, le=1)
     num_iterations: int = Field(1, ge=1)
     max_refill_rounds: int = Field(3, ge=0)
+    gen_batch_prompts: int | None = Field(None, ge=1)  # dynamic sampling: prompts sampled per round (DAPO's gen batch)
     micro_batch_size: int = Field(64, ge=1)
     lr: float = Field(3e-5, gt=0)
     lr_schedule: Literal["constant", "cosine"] = "constant"

@@ -3,6 +3,9 @@
 DAPO's dynamic sampling is a loop here: groups whose rewards all agree carry no gradient, so they
 are dropped and more prompts are sampled, at most `max_refill_rounds` times; whatever is still
 missing after that is filled with the dropped groups (advantage 0) so every step has P groups.
+Each round samples at least `gen_batch_prompts` prompts (DAPO's generation batch, larger than the
+training batch): one bigger batch is cheaper than the refill rounds it saves, and groups with
+signal beyond the P needed are left unused.
 """
 
 from __future__ import annotations
@@ -110,9 +113,10 @@ def collect(
     sampled_groups = zero_groups = rounds = 0
     errors = dict.fromkeys(runner.names, 0)
     while len(kept) < p_need:
-        groups, ok, seconds, scored = _sample_round(
-            model, tok, next_problems(p_need - len(kept)), runner, cfg, ocfg, gen
-        )
+        n_req = p_need - len(kept)
+        if ocfg.dynamic_sampling and cfg.gen_batch_prompts:
+            n_req = max(n_req, cfg.gen_batch_prompts)
+        groups, ok, seconds, scored = _sample_round(model, tok, next_problems(n_req), runner, cfg, ocfg, gen)
         t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
             errors[name] += count
@@ -120,7 +124,7 @@ def collect(
         for group, has_signal in zip(groups, ok.tolist(), strict=True):
             (kept if (has_signal or not ocfg.dynamic_sampling) else spare).append(group)
         if not ocfg.dynamic_sampling or rounds > cfg.max_refill_rounds:
-            kept += spare[: p_need - len(kept)]
+            kept += spare[: max(0, p_need - len(kept))]
             break
     stats = {
         "time/generate_s": t_gen,
