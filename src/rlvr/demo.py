@@ -38,7 +38,7 @@ class DemoPlan:
 
 
 PLANS = {
-    "full": DemoPlan(sft_steps=600, grpo_steps=300, eval_problems=500, eval_samples=8, eval_every=100),
+    "full": DemoPlan(sft_steps=600, grpo_steps=400, eval_problems=500, eval_samples=8, eval_every=100),
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0),
 }
 

@@ -105,12 +105,16 @@ class TrainConfig(StrictModel):
 
 
 TRAIN_PRESETS: dict[str, dict[str, object]] = {
-    # The demo's recipe (NOTES.md): 8 prompts x 8 samples, no KL, token-mean loss, group-std
-    # advantages, T=1, top-k off, lr 3e-5.
+    # The demo's recipe: 8 prompts x 8 samples, no KL, token-mean loss, group-std advantages, T=1,
+    # top-k off, DAPO dynamic sampling with a 12-prompt generation batch, lr 6e-5. Measured from the
+    # demo base (dev pass@1 0.495, 500 problems x 4): after 300 steps plain GRPO at lr 3e-5 reached
+    # 0.551, a hybrid process/outcome reward 0.565, two updates per rollout 0.570, dynamic sampling
+    # at lr 6e-5 0.586 (0.599 with the 12-prompt generation batch); lr 2e-4 fell to 0.44.
     "demo": {
         "objective": "grpo",
-        "objective_overrides": {"beta": 0.0, "aggregation": "token_mean"},
-        "lr": 3e-5,
+        "objective_overrides": {"beta": 0.0, "aggregation": "token_mean", "dynamic_sampling": True},
+        "lr": 6e-5,
+        "gen_batch_prompts": 12,
     },
     # Ablations for the audit's reward-separation check.
     "correctness-only": {"rewards": [{"name": "outcome"}]},
