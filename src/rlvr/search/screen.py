@@ -163,71 +163,77 @@ def _nanmean(values: list[Any]) -> float | None:
     return float(np.mean(xs)) if xs else None
 
 
+def _train_config(job: ScreenJob):
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TrainConfig
+
+    values = {**job.train, "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
+              "eval_every": 0, "save_every": 0}  # fmt: skip
+    # the runner's per-reward timeout must outlast one sandboxed call per member
+    floor = (len(job.members) + 1) * job.candidate_timeout_s
+    values["reward_timeout_s"] = max(float(values.get("reward_timeout_s", 30.0)), floor)
+    return load_config(TrainConfig, None, values)
+
+
+def _load_members(job: ScreenJob) -> EnsembleReward | None:
+    """The members in their jails, as one ensemble reward; None for the base-rewards-only control."""
+    from rlvr.search.sandbox import load
+
+    if not job.members:
+        return None
+    members: list[Any] = []
+    try:
+        for name, src in job.members:
+            members.append(
+                load(src, timeout_s=job.candidate_timeout_s, name=name, unsafe_no_sandbox=job.unsafe_no_sandbox)
+            )
+    except BaseException:
+        for m in members:
+            m.close()
+        raise
+    return EnsembleReward(members, job.candidate_weight)
+
+
+def _train_summary(rows: list[dict[str, Any]], reward: EnsembleReward | None) -> dict[str, Any]:
+    last = rows[-10:]
+    return {
+        "accuracy_last10": _nanmean([r.get("train/accuracy") for r in last]),
+        "reward_last10": _nanmean([r.get("reward/total/mean") for r in last]),
+        "candidate_errors": sum(m.errors for m in reward.members) if reward is not None else 0,
+        "candidate_none_frac": _nanmean([r.get("reward/candidate/none_frac") for r in rows]) if reward else 0.0,
+        "candidate_last_errors": sorted({m.last_error for m in reward.members if m.last_error})[:3] if reward else [],
+        "steps_run": len(rows),
+    }
+
+
 def run_screen(job: ScreenJob) -> dict[str, Any]:
     """Train, evaluate on `job.eval_split`, and return a JSON-able result; never raises."""
+    from rlvr.audit.drift import reward_flags
+    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.runlog import read_jsonl
+
     t0 = time.time()
     result: dict[str, Any] = {"key": job.key, "kind": job.kind, "members": job.names, "steps": job.steps,
                               "seed": job.seed, "run_dir": job.out}  # fmt: skip
     reward = None
     try:
-        from rlvr.audit.drift import reward_flags
-        from rlvr.config import load_config
-        from rlvr.grpo.config import TrainConfig
-        from rlvr.grpo.trainer import GRPOTrainer
-        from rlvr.runlog import read_jsonl
-        from rlvr.search.sandbox import load
-
         shutil.rmtree(job.out, ignore_errors=True)  # a rerun after a kill starts clean
-        values = {**job.train, "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
-                  "eval_every": 0, "save_every": 0}  # fmt: skip
-        # the runner's per-reward timeout must outlast one sandboxed call per member
-        floor = (len(job.members) + 1) * job.candidate_timeout_s
-        values["reward_timeout_s"] = max(float(values.get("reward_timeout_s", 30.0)), floor)
-        cfg = load_config(TrainConfig, None, values)
-        extra = None
-        if job.members:
-            members: list[Any] = []
-            try:
-                for name, src in job.members:
-                    members.append(
-                        load(src, timeout_s=job.candidate_timeout_s, name=name, unsafe_no_sandbox=job.unsafe_no_sandbox)
-                    )
-            except BaseException:
-                for m in members:
-                    m.close()
-                raise
-            reward = EnsembleReward(members, job.candidate_weight)
-            extra = {"candidate": reward}
-        trainer = GRPOTrainer(cfg, extra_rewards=extra)
-        run_dir = trainer.train()
-        rows = read_jsonl(run_dir / "metrics.jsonl")
-        none_frac = _nanmean([r.get("reward/candidate/none_frac") for r in rows]) if job.members else 0.0
-        errors = sum(m.errors for m in reward.members) if reward is not None else 0
-        last_errors = sorted({m.last_error for m in reward.members if m.last_error}) if reward is not None else []
-        evaluated = evaluate_model(
+        cfg = _train_config(job)
+        reward = _load_members(job)
+        run_dir = GRPOTrainer(cfg, extra_rewards={"candidate": reward} if reward else None).train()
+        train = _train_summary(read_jsonl(run_dir / "metrics.jsonl"), reward)
+        scores = evaluate_model(
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
             seed=job.seed, max_new_tokens=cfg.max_new_tokens, threads=cfg.threads,
         )  # fmt: skip
-        samples = read_jsonl(run_dir / "samples" / "train.jsonl")
-        flags = [f for f in reward_flags(samples) if f["reward"] == "candidate"]
-        last = rows[-10:]
-        result.update(
-            status="done",
-            scores=evaluated,
-            train={
-                "accuracy_last10": _nanmean([r.get("train/accuracy") for r in last]),
-                "reward_last10": _nanmean([r.get("reward/total/mean") for r in last]),
-                "candidate_errors": errors,
-                "candidate_none_frac": none_frac,
-                "candidate_last_errors": last_errors[:3],
-                "steps_run": len(rows),
-            },
-            reward_audit=flags[0] if flags else None,
-        )
+        flags = [f for f in reward_flags(read_jsonl(run_dir / "samples" / "train.jsonl")) if f["reward"] == "candidate"]
+        result.update(status="done", scores=scores, train=train, reward_audit=flags[0] if flags else None)
+        none_frac = train["candidate_none_frac"]
         if none_frac is not None and none_frac > MAX_NONE_FRAC:
             # an unscorable item has no total reward, so it trains on nothing (the base rewards included)
+            errs = "; ".join(train["candidate_last_errors"][:2]) or "none recorded"
             result.update(status="failed", error=f"the candidate reward was unscorable (None) for {none_frac:.0%} "
-                          f"of completions; last errors: {'; '.join(last_errors[:2]) or 'none recorded'}")  # fmt: skip
+                          f"of completions; last errors: {errs}")  # fmt: skip
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
         if not job.keep_model:
             shutil.rmtree(run_dir / "model", ignore_errors=True)
