@@ -3,10 +3,13 @@ them by path exactly as a real model is loaded. Never the network."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +66,75 @@ def chromium_page():
                 browser.close()
 
     return open_page
+
+
+Reply = tuple[int, str]  # (HTTP status, body)
+
+
+class FakeServer:
+    """Speaks POST /v1/chat/completions on 127.0.0.1; `reply(request_json) -> (status, body)` decides
+    each answer. `requests` holds every request as `{"path": ..., **body}`; `url` ends in /v1."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], Reply]) -> None:
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, **body})
+                status, text = outer.reply(body)
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture()
+def server_factory(monkeypatch) -> Iterator[Callable[[Callable[[dict[str, Any]], Reply]], FakeServer]]:
+    """`server_factory(reply)` starts a `FakeServer`; all are stopped after the test."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    servers: list[FakeServer] = []
+
+    def make(reply: Callable[[dict[str, Any]], Reply]) -> FakeServer:
+        servers.append(FakeServer(reply))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture()
+def fake_chat_server(server_factory):
+    """`fake_chat_server(content)` answers the n-th request with a chat completion whose message is
+    `content(request_json, n)`."""
+
+    def start(content: Callable[[dict[str, Any], int], str]) -> FakeServer:
+        holder: list[FakeServer] = []
+
+        def reply(body: dict[str, Any]) -> Reply:
+            message = {"role": "assistant", "content": content(body, len(holder[0].requests))}
+            choice = {"index": 0, "finish_reason": "stop", "message": message}
+            return 200, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                    "choices": [choice]})  # fmt: skip
+
+        holder.append(server_factory(reply))
+        return holder[0]
+
+    return start

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,43 +19,8 @@ from rlvr.evaluate.judge import (  # noqa: E402
     resolve_config,
 )
 
-Reply = tuple[int, str]  # (HTTP status, body)
 
-
-class FakeServer:
-    """Speaks POST /v1/chat/completions; `reply(request_json) -> (status, body)` decides each answer."""
-
-    def __init__(self, reply: Callable[[dict[str, Any]], Reply]) -> None:
-        self.reply = reply
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, **body})
-                status, text = outer.reply(body)
-                data = text.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def completion(content: str) -> Reply:
+def completion(content: str) -> tuple[int, str]:
     body = {
         "id": "c1",
         "object": "chat.completion",
@@ -69,26 +31,13 @@ def completion(content: str) -> Reply:
     return 200, json.dumps(body)
 
 
-def by_sample(req: dict[str, Any]) -> Reply:
+def by_sample(req: dict[str, Any]) -> tuple[int, str]:
     """A category chosen from the completion text, so each sample gets a known answer."""
     user = req["messages"][-1]["content"]
     if "BADJSON" in user:
         return completion("It is clearly a calculation error.")
     category = "calculation_error" if "=<<2+2=5>>" in user else "missing_step"
     return completion(json.dumps({"category": category, "explanation": "because"}))
-
-
-@pytest.fixture()
-def server_factory() -> Iterator[Callable[[Callable[[dict[str, Any]], Reply]], FakeServer]]:
-    servers: list[FakeServer] = []
-
-    def make(reply: Callable[[dict[str, Any]], Reply]) -> FakeServer:
-        servers.append(FakeServer(reply))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 @pytest.fixture(autouse=True)
@@ -159,7 +108,7 @@ def test_judge_all_samples_seeded_subset(tmp_path: Path, server_factory) -> None
 def test_server_errors_retried_then_recorded(tmp_path: Path, server_factory) -> None:
     calls = {"n": 0}
 
-    def flaky(req: dict[str, Any]) -> Reply:
+    def flaky(req: dict[str, Any]) -> tuple[int, str]:
         calls["n"] += 1
         return (503, '{"error": {"message": "busy"}}') if calls["n"] % 3 else by_sample(req)
 

@@ -3,9 +3,6 @@ determinism, mutation from history, prompt building, and ChatProposer against a 
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
@@ -127,44 +124,15 @@ VALID = (
 REPLY = f"Here you go.\n```python\n{VALID}```\nand\n```python\nimport os\ndef reward(:\n```\n"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Handler.requests.append({"path": self.path, "body": body})
-        reply = {
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": REPLY}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }  # fmt: skip
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def test_chat_proposer_against_fake_server(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chat_proposer_against_fake_server(monkeypatch: pytest.MonkeyPatch, fake_chat_server: Any) -> None:
     pytest.importorskip("openai")
-    server = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setenv("RLVR_PROPOSER_MODEL", "fake-model")
-        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        proposer = ChatProposer(base_url=f"http://127.0.0.1:{server.server_port}", timeout=5)
-        got = proposer.propose(2, [])
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert _Handler.requests[-1]["path"] == "/v1/chat/completions"
-    assert _Handler.requests[-1]["body"]["model"] == "fake-model"
+    server = fake_chat_server(lambda body, n: REPLY)
+    monkeypatch.setenv("RLVR_PROPOSER_MODEL", "fake-model")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    proposer = ChatProposer(base_url=server.url, timeout=5)
+    got = proposer.propose(2, [])
+    assert server.requests[-1]["path"] == "/v1/chat/completions"
+    assert server.requests[-1]["model"] == "fake-model"
     assert len(got) == 1 and got[0].source.strip() == VALID.strip()
     assert got[0].description == "Ends with a marker." and got[0].round == 1
     assert len(proposer.rejected) == 1 and "does not parse" in proposer.rejected[0].reason

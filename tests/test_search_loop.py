@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -245,51 +243,26 @@ def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_pat
     assert json.loads((out / "calibration.json").read_text())["rows"][0]["name"] == "c0"
 
 
-class _ChatHandler(BaseHTTPRequestHandler):
-    """A fake OpenAI-compatible server: each call returns one new candidate module."""
-
-    prompts: list[str] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _ChatHandler.prompts.append(body["messages"][-1]["content"])
-        k = len(_ChatHandler.prompts)
-        source = (
-            f'"""Pays {k / 10} for a #### marker."""\nimport re\nRANGE = (0, 1)\n\n'
-            "def reward(completions, **kwargs):\n"
-            f"    return [{k / 10} if re.search('####', c) else 0.0 for c in completions]\n"
-        )
-        reply = {
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f"```python\n{source}```"}}],
-        }  # fmt: skip
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:
-        pass
+def _one_candidate(body: dict, n: int) -> str:
+    """A fake chat reply: one new candidate module per request."""
+    source = (
+        f'"""Pays {n / 10} for a #### marker."""\nimport re\nRANGE = (0, 1)\n\n'
+        "def reward(completions, **kwargs):\n"
+        f"    return [{n / 10} if re.search('####', c) else 0.0 for c in completions]\n"
+    )
+    return f"```python\n{source}```"
 
 
-def test_search_with_a_chat_proposer_feeds_the_ranking_back(tmp_path, tiny_model_dir, monkeypatch):
+def test_search_with_a_chat_proposer_feeds_the_ranking_back(tmp_path, tiny_model_dir, fake_chat_server):
     pytest.importorskip("openai")
-    server = HTTPServer(("127.0.0.1", 0), _ChatHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    proposer = {"kind": "chat", "base_url": f"http://127.0.0.1:{server.server_port}", "model": "fake", "timeout_s": 5}
+    server = fake_chat_server(_one_candidate)
+    proposer = {"kind": "chat", "base_url": server.url, "model": "fake", "timeout_s": 5}
     cfg = _cfg(tmp_path, tiny_model_dir, candidates=1, seeds=1, proposer=proposer)
-    try:
-        res = search_run.run_search(cfg, log=lambda m: None)
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert len(_ChatHandler.prompts) == 2
+    res = search_run.run_search(cfg, log=lambda m: None)
+    prompts = [r["messages"][-1]["content"] for r in server.requests]
+    assert len(prompts) == 2
     first = res["candidates"][[c["round"] for c in res["candidates"]].index(1)]["name"]
-    assert first.startswith("llm-r1-") and first in _ChatHandler.prompts[1] and "score" in _ChatHandler.prompts[1]
+    assert first.startswith("llm-r1-") and first in prompts[1] and "score" in prompts[1]
     assert {c["round"] for c in res["candidates"]} == {1, 2}
     assert all(c["status"] == "done" for c in res["candidates"])
 
