@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -297,3 +298,43 @@ def test_ensembles_shrink_to_the_screened_candidates_and_skip_a_duplicate_divers
     ens = s.pick_ensembles(s.leaderboard())
     assert sorted(ens) == ["random", "top"]  # one round: diverse would equal top
     assert [r.name for r in ens["top"]] == ["a", "b"]
+
+
+def test_a_killed_worker_is_retried_once_in_a_fresh_pool(tmp_path, tiny_model_dir):
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    job = ScreenJob(
+        key="baseline/s3/seed0", kind="baseline", members=(), model=str(tiny_model_dir), steps=3, seed=0,
+        out=str(tmp_path / "run"), eval_n=3, eval_samples=1,
+        train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+    )  # fmt: skip
+    got: list[dict] = []
+    runner = threading.Thread(target=run_jobs, args=([job], lambda j, r: got.append(r)), kwargs={"workers": 1})
+    runner.start()
+    deadline = time.time() + 60
+    while not multiprocessing.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    victims = multiprocessing.active_children()
+    assert victims, "no worker process started"
+    time.sleep(1.0)
+    for p in victims:
+        os.kill(p.pid, signal.SIGKILL)  # as the OOM killer would
+    runner.join(timeout=120)
+    assert not runner.is_alive()
+    assert all(p.exitcode == -signal.SIGKILL for p in victims)  # the first try really died
+    assert len(got) == 1 and got[0]["status"] == "done", got  # the second try finished
+
+
+def test_pool_workers_exit_when_their_parent_is_gone():
+    import subprocess
+    import sys
+    import time
+
+    # the watch compares getppid() with the pid it was given; -1 is never a parent, as after a kill
+    code = "from rlvr.search.executor import _exit_with_parent; import time; _exit_with_parent(-1); time.sleep(30)"
+    t0 = time.time()
+    rc = subprocess.run([sys.executable, "-c", code], timeout=25).returncode
+    assert rc == 3 and time.time() - t0 < 20
