@@ -42,6 +42,17 @@ def _cfg(tmp_path: Path, model: Path, **kw) -> SearchConfig:
     return load_config(SearchConfig, None, values)
 
 
+def _screen_job(model: Path, out: Path, **kw) -> ScreenJob:
+    """A one-step control screen of the tiny model, small enough for a test; `kw` overrides fields."""
+    values = {
+        "key": "baseline/s1/seed0", "kind": "baseline", "members": (), "model": str(model), "steps": 1, "seed": 0,
+        "out": str(out), "eval_n": 3, "eval_samples": 1,
+        "train": {"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+    }  # fmt: skip
+    values.update(kw)
+    return ScreenJob(**values)
+
+
 def test_config_rejects_fields_the_search_owns_and_bad_train_values():
     with pytest.raises(ConfigError, match="steps"):
         load_config(SearchConfig, None, {"train": {"steps": 3}})
@@ -149,11 +160,7 @@ def test_existing_search_folder_needs_resume(tmp_path, tiny_model_dir):
 
 
 def test_process_pool_runs_a_screen_in_a_fresh_process(tmp_path, tiny_model_dir):
-    job = ScreenJob(
-        key="baseline/s1/seed0", kind="baseline", members=(), model=str(tiny_model_dir), steps=1, seed=0,
-        out=str(tmp_path / "run"), eval_n=3, eval_samples=1,
-        train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
-    )  # fmt: skip
+    job = _screen_job(tiny_model_dir, tmp_path / "run")
     got: list[dict] = []
     run_jobs([job], lambda j, r: got.append(r), workers=1)
     assert got[0]["status"] == "done", got[0].get("error")
@@ -163,8 +170,7 @@ def test_process_pool_runs_a_screen_in_a_fresh_process(tmp_path, tiny_model_dir)
 
 
 def test_a_failing_screen_is_recorded_not_raised(tmp_path):
-    job = ScreenJob(key="k", kind="baseline", members=(), model=str(tmp_path / "missing"), steps=1, seed=0,
-                    out=str(tmp_path / "run"))  # fmt: skip
+    job = _screen_job(tmp_path / "missing", tmp_path / "run")
     got: list[dict] = []
     run_jobs([job], lambda j, r: got.append(r), workers=0)
     assert got[0]["status"] == "failed" and "missing" in got[0]["error"]
@@ -186,21 +192,7 @@ def test_cli_errors_exit_2_with_the_reason(tmp_path):
 @pytest.mark.slow
 def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
     pytest.importorskip("ray")
-    jobs = [
-        ScreenJob(
-            key=f"baseline/s1/seed{s}",
-            kind="baseline",
-            members=(),
-            model=str(tiny_model_dir),
-            steps=1,
-            seed=s,
-            out=str(tmp_path / f"run{s}"),
-            eval_n=3,
-            eval_samples=1,
-            train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
-        )  # fmt: skip
-        for s in range(2)
-    ]
+    jobs = [_screen_job(tiny_model_dir, tmp_path / f"run{s}", key=f"baseline/s1/seed{s}", seed=s) for s in range(2)]
     got: dict[str, dict] = {}
     try:
         run_jobs(jobs, lambda j, r: got.__setitem__(j.key, r), ray="local", cpus_per_job=1)
@@ -277,10 +269,9 @@ def reward(completions, **kwargs):
 
 
 def test_a_candidate_that_never_scores_fails_its_screen(tmp_path, tiny_model_dir):
-    job = ScreenJob(
-        key="cand/none/s1/seed0", kind="candidate", members=(("none", NONE_SOURCE),), model=str(tiny_model_dir),
-        steps=1, seed=0, out=str(tmp_path / "run"), eval_n=2, eval_samples=1,
-        train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+    job = _screen_job(
+        tiny_model_dir, tmp_path / "run", key="cand/none/s1/seed0", kind="candidate", members=(("none", NONE_SOURCE),),
+        eval_n=2,
     )  # fmt: skip
     got: list[dict] = []
     run_jobs([job], lambda j, r: got.append(r), workers=0)
@@ -306,11 +297,7 @@ def test_a_killed_worker_is_retried_once_in_a_fresh_pool(tmp_path, tiny_model_di
     import signal
     import time
 
-    job = ScreenJob(
-        key="baseline/s3/seed0", kind="baseline", members=(), model=str(tiny_model_dir), steps=3, seed=0,
-        out=str(tmp_path / "run"), eval_n=3, eval_samples=1,
-        train={"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
-    )  # fmt: skip
+    job = _screen_job(tiny_model_dir, tmp_path / "run", key="baseline/s3/seed0", steps=3)
     got: list[dict] = []
     runner = threading.Thread(target=run_jobs, args=([job], lambda j, r: got.append(r)), kwargs={"workers": 1})
     runner.start()

@@ -20,7 +20,7 @@ import math
 import shutil
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -244,7 +244,3 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
             reward.close()
     result["seconds"] = time.time() - t0
     return result
-
-
-def job_dict(job: ScreenJob) -> dict[str, Any]:
-    return asdict(job)
