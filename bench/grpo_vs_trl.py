@@ -1,11 +1,13 @@
 """rlvr's GRPO step against TRL's `GRPOTrainer` on the same model, prompts, rewards and settings.
 
-    python bench/grpo_vs_trl.py [--model PATH] [--steps 6] [--rounds 3] [--beta 0.0]
+    python bench/grpo_vs_trl.py [--model PATH] [--steps 6] [--rounds 3] [--beta 0.0] [--bf16]
 
 Both systems train the same tiny Llama for `--steps` steps per round from identical weights, with
 8 prompts x 8 generations, up to 64 new tokens, temperature 1 with top-k off, the outcome reward,
 and TRL's default `dapo` loss (token-mean aggregation, group-std advantages, eps 0.2, one update
 per rollout). rlvr uses the equivalent objective (`grpo` preset with `aggregation: token_mean`).
+Both compute in float32 unless `--bf16`, which turns on bfloat16 autocast in both (TRL's `bf16=True`,
+rlvr's `bf16: true`); weights and optimiser state stay float32 in both.
 Rounds alternate the two systems so that machine noise hits both; the script prints the median
 seconds per step and completion tokens per second of each, and the ratio rlvr / TRL.
 
@@ -44,7 +46,7 @@ def default_model(work: Path) -> Path:
     return build_for_task(work / "tiny256", texts, TinyConfig(hidden_size=256, intermediate_size=1024))
 
 
-def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int) -> tuple[list[float], int]:
+def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int, bf16: bool) -> tuple[list[float], int, dict]:
     cfg = load_config(
         TrainConfig,
         None,
@@ -52,20 +54,26 @@ def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int) -> tupl
             "model": str(model), "out": str(out), "steps": steps, "prompts_per_step": P, "group_size": G,
             "max_new_tokens": MAX_NEW, "lr": 1e-6, "eval_every": 0, "save_every": 0, "seed": seed, "threads": None,
             "objective": "grpo", "objective_overrides": {"aggregation": "token_mean", "beta": beta},
-            "micro_batch_size": P * G,
+            "micro_batch_size": P * G, "bf16": bf16,
         },
     )  # fmt: skip
     trainer = RlvrTrainer(cfg)
-    times, tokens = [], 0
+    times, tokens, rows = [], 0, []
     for _ in range(steps):
         t0 = time.perf_counter()
         row = trainer.train_step()
         times.append(time.perf_counter() - t0)
         tokens += round(row["train/completion_len/mean"] * P * G)
-    return times, tokens
+        rows.append(row)
+    split = {
+        "generate_s": statistics.median(r["time/generate_s"] for r in rows[1:]),
+        "update_s": statistics.median(r["time/update_s"] for r in rows[1:]),
+        "zero_std_frac": statistics.mean(r["train/zero_std_frac"] for r in rows),
+    }
+    return times, tokens, split
 
 
-def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int) -> tuple[list[float], int]:
+def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int, bf16: bool) -> tuple[list, int, dict]:
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -79,6 +87,7 @@ def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int) -> 
         return outcome(completions, answer=answer)
 
     times: list[float] = []
+    zero_std: list[float] = []
 
     class Timer(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
@@ -87,10 +96,14 @@ def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int) -> 
         def on_step_end(self, args, state, control, **kw):
             times.append(time.perf_counter() - self.t0)
 
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "frac_reward_zero_std" in logs:
+                zero_std.append(float(logs["frac_reward_zero_std"]))
+
     args = GRPOConfig(
         output_dir=str(out), per_device_train_batch_size=P * G, num_generations=G, max_completion_length=MAX_NEW,
         max_steps=steps, learning_rate=1e-6, beta=beta, loss_type="dapo", scale_rewards="group", temperature=1.0,
-        top_k=0, use_cpu=True, bf16=False, report_to=[], logging_steps=1, save_strategy="no", disable_dropout=True,
+        top_k=0, use_cpu=True, bf16=bf16, report_to=[], logging_steps=1, save_strategy="no", disable_dropout=True,
         seed=seed, gradient_checkpointing=False,
     )  # fmt: skip
     trainer = GRPOTrainer(
@@ -98,7 +111,7 @@ def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int) -> 
         processing_class=load_tokenizer(model_path), callbacks=[Timer()],
     )  # fmt: skip
     trainer.train()
-    return times, counted["tokens"]
+    return times, counted["tokens"], {"zero_std_frac": statistics.mean(zero_std) if zero_std else float("nan")}
 
 
 def main() -> None:
@@ -108,19 +121,25 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--beta", type=float, default=0.0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", action="store_true", help="bfloat16 autocast in both systems")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model = args.model or default_model(work)
-        print(f"model {model}, {P} prompts x {G} generations, {MAX_NEW} new tokens, beta {args.beta}")
+        print(
+            f"model {model}, {P} prompts x {G} generations, {MAX_NEW} new tokens, beta {args.beta}, "
+            f"{'bf16 autocast' if args.bf16 else 'float32'}, {args.threads} threads"
+        )
         res: dict[str, list[tuple[list[float], int]]] = {"rlvr": [], "trl": []}
         for r in range(args.rounds):
             for name, fn in (("rlvr", run_rlvr), ("trl", run_trl)):
-                times, tokens = fn(model, args.steps, args.beta, work / f"{name}{r}", seed=r)
+                times, tokens, info = fn(model, args.steps, args.beta, work / f"{name}{r}", seed=r, bf16=args.bf16)
                 res[name].append((times[1:], tokens))  # drop each run's first (warm-up) step
+                extra = ", ".join(f"{k} {v:.3f}" for k, v in info.items())
                 print(
-                    f"round {r} {name:4s}: {statistics.median(times[1:]):.3f} s/step, {tokens / sum(times):.0f} tok/s"
+                    f"round {r} {name:4s}: {statistics.median(times[1:]):.3f} s/step, "
+                    f"{tokens / sum(times):.0f} tok/s ({extra})"
                 )
     summary = {}
     for name, rows in res.items():

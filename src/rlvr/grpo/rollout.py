@@ -36,6 +36,7 @@ class Rollout:
     tokens: list[list[int]]
     texts: list[str]
     truncated: list[bool]
+    entropy: list[float]  # (P*G,) mean per-token entropy of the sampling distribution
     rewards: dict[str, list[float | None]]
     total: torch.Tensor  # (P*G,) shaped total reward, NaN where unscorable
     advantages: torch.Tensor  # (P*G,)
@@ -71,7 +72,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
     comp = sample(
         model, tok, [format_prompt(p.question) for p in probs], n=g,
         max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
-        bf16=cfg.bf16,
+        bf16=cfg.bf16, entropy=True,
     )  # fmt: skip
     t_gen = time.perf_counter() - t0
     scored = runner.score(comp.texts, _columns(probs, g))
@@ -88,6 +89,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
                 "tokens": [comp.tokens[i] for i in rows],
                 "texts": [comp.texts[i] for i in rows],
                 "truncated": [comp.truncated[i] for i in rows],
+                "entropy": [comp.entropy[i] for i in rows] if comp.entropy else [math.nan] * g,
                 "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
                 "total": total[j * g : (j + 1) * g],
             }
@@ -148,6 +150,7 @@ def _assemble(kept: list[dict[str, Any]], tok, names: list[str], advantage_fn, g
         tokens=[t for k in kept for t in k["tokens"]],
         texts=[t for k in kept for t in k["texts"]],
         truncated=[t for k in kept for t in k["truncated"]],
+        entropy=[e for k in kept for e in k["entropy"]],
         rewards={name: [v for k in kept for v in k["rewards"][name]] for name in names},
         total=total,
         advantages=adv.values,

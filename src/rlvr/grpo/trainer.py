@@ -27,7 +27,7 @@ from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect
-from rlvr.models.batching import completion_logits, pack
+from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast
 from rlvr.runlog import RunDir, read_jsonl
@@ -144,14 +144,25 @@ class GRPOTrainer:
                     logits = self._logits(self.model, batch)
             return obj.token_logprobs(logits, batch.targets)
 
-    def _micro_batches(self, ro: Rollout) -> list[tuple[torch.Tensor, Any]]:
-        """Sequences sorted by length and cut into micro-batches, so little compute goes to padding."""
-        lengths = [len(p) + len(t) for p, t in zip(ro.prompt_tokens, ro.tokens, strict=True)]
-        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    def _micro_batches(self, ro: Rollout, rows: list[int]) -> list[tuple[torch.Tensor, Any]]:
+        """The given completion rows in micro-batches of whole groups (a group's prompt runs once, see
+        `pack_groups`), groups sorted by their longest completion so that little compute goes to padding."""
+        g = self.cfg.group_size
+        by_group: dict[int, list[int]] = {}
+        for i in rows:
+            by_group.setdefault(i // g, []).append(i)
+        order = sorted(by_group, key=lambda j: max(len(ro.tokens[i]) for i in by_group[j]))
+        per_mb = max(1, self.cfg.micro_batch_size // g)
         out = []
-        for s in range(0, len(order), self.cfg.micro_batch_size):
-            idx = order[s : s + self.cfg.micro_batch_size]
-            batch = pack([ro.prompt_tokens[i] for i in idx], [ro.tokens[i] for i in idx], self.tok.pad_token_id)
+        for s in range(0, len(order), per_mb):
+            groups = order[s : s + per_mb]
+            idx = [i for j in groups for i in by_group[j]]
+            batch = pack_groups(
+                [ro.prompt_tokens[j * g] for j in groups],
+                [ro.tokens[i] for i in idx],
+                self.tok.pad_token_id,
+                [len(by_group[j]) for j in groups],
+            )
             if self.ocfg.mask_truncated:
                 keep = torch.tensor([not ro.truncated[i] for i in idx], dtype=batch.mask.dtype)
                 batch.mask = batch.mask * keep[:, None]
@@ -159,19 +170,28 @@ class GRPOTrainer:
         return out
 
     def update(self, ro: Rollout) -> dict[str, float]:
-        """`num_iterations` optimiser steps on one rollout; returns loss statistics."""
-        mbs = self._micro_batches(ro)
-        n_tok = sum(b.mask.sum() for _, b in mbs)
-        n_seq = sum((b.mask.sum(1) > 0).sum() for _, b in mbs)
-        norm = {"max_len": self.cfg.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        """`num_iterations` optimiser steps on one rollout; returns loss statistics.
+
+        Completions whose advantage is exactly 0 (zero-std groups, unscorable rows) contribute exactly
+        zero policy gradient, so when there is no KL term they are not run at all; they still count in
+        the loss normalisers, and parameters without a gradient get a zero one, so AdamW takes the same
+        step as if they had been computed."""
         adv = ro.advantages.to(self.cfg.device)
+        active = self._counted(ro)
+        n_tok = max(1, sum(len(ro.tokens[i]) for i in active))
+        n_seq = sum(1 for i in active if len(ro.tokens[i]) > 0)
+        norm = {"max_len": self.cfg.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        rows = active if self.ocfg.beta > 0 else [i for i in active if float(ro.advantages[i]) != 0.0]
+        mbs = self._micro_batches(ro, rows) if rows else []
         ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
         old: list[torch.Tensor | None] = [None] * len(mbs)
         if self.cfg.num_iterations > 1:
             with torch.no_grad():
                 old = [obj.token_logprobs(self._logits(self.model, b), b.targets) for _, b in mbs]
-        acc: dict[str, float] = {}
-        for it in range(self.cfg.num_iterations):
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        acc: dict[str, float] = {"update_rows_frac": len(rows) / max(1, len(ro.tokens))}
+        seen = float(sum(b.mask.sum() for _, b in mbs))
+        for _ in range(self.cfg.num_iterations):
             self.opt.zero_grad(set_to_none=True)
             for j, (idx, b) in enumerate(mbs):
                 logits = self._logits(self.model, b)  # (mb, Lc, V)
@@ -186,23 +206,31 @@ class GRPOTrainer:
                     loss = loss + self.ocfg.beta * self.aggregate(kl, b.mask, **norm)
                     st["kl"] = (kl.detach() * b.mask).sum() / b.mask.sum().clamp(min=1)
                 loss.backward()
-                share = float(b.mask.sum() / n_tok) if n_tok > 0 else 0.0
-                if it == 0:
-                    with torch.no_grad():
-                        ent = (obj.entropy_from_logits(logits) * b.mask).sum() / b.mask.sum().clamp(min=1)
-                    acc["entropy"] = acc.get("entropy", 0.0) + share * float(ent)
+                share = float(b.mask.sum()) / seen if seen > 0 else 0.0
                 for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl"):
                     if k in st:
                         acc[k] = acc.get(k, 0.0) + share * float(st[k]) / self.cfg.num_iterations
                 acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
                 acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
-            params = [p for p in self.model.parameters() if p.requires_grad]
+            for p in params:
+                if p.grad is None:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
+                    p.grad = torch.zeros_like(p)
             acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
             self.opt.step()
         self.sched.step()
         acc["lr"] = self.sched.get_last_lr()[0]
+        if not mbs:
+            acc.update(loss=0.0, ratio_min=1.0, ratio_max=1.0, ratio_mean=1.0, clip_frac=0.0)
+            acc.update(clip_frac_low=0.0, clip_frac_high=0.0)
+        lengths = torch.tensor([len(t) for t in ro.tokens], dtype=torch.float64)
+        ent = torch.tensor(ro.entropy, dtype=torch.float64)
+        acc["entropy"] = float((ent * lengths).sum() / lengths.sum().clamp(min=1))
         return acc
+
+    def _counted(self, ro: Rollout) -> list[int]:
+        """Rows that count in the loss normalisers: all, less truncated ones when they are masked."""
+        return [i for i in range(len(ro.tokens)) if not (self.ocfg.mask_truncated and ro.truncated[i])]
 
     # ------------------------------------------------------------------ metrics
     def _rollout_metrics(self, ro: Rollout) -> dict[str, float]:

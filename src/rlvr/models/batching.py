@@ -1,19 +1,29 @@
-"""Pack prompts and completions into one padded batch for a teacher-forced forward.
+"""Pack prompts and completions into padded batches for a teacher-forced forward.
 
-Layout: prompts left-padded to the longest prompt, completions right-padded to the longest
-completion, so every completion starts in the same column and its logits are the last `Lc + 1`
-positions (`logits_to_keep`, which spares the vocabulary projection over the prompt). Position ids
-come from the attention mask, as in sampling, so the update sees the positions the sampler used.
+`pack` (`Packed`): prompts left-padded to the longest prompt, completions right-padded to the
+longest completion, so every completion starts in the same column and its logits are the last
+`Lc + 1` positions (`logits_to_keep`, which spares the vocabulary projection over the prompt).
+Position ids come from the attention mask, as in sampling, so the update sees the positions the
+sampler used.
+
+`pack_groups` (`GroupPacked`): GRPO's G completions of one prompt share that prompt, so the prompt
+is run once per group and its KV cache (with its autograd graph) is repeated for the G completions:
+the prompt's share of the forward and backward FLOPs drops by a factor G. On the demo task prompts
+are about as long as completions, so this removes ~45% of the update's compute. Same logits as
+`pack` up to float rounding (tests/test_models.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Packed", "pack", "completion_logits"]
+from rlvr.models.decoding import _cache_kw, _cache_of
+
+__all__ = ["Packed", "GroupPacked", "pack", "pack_groups", "completion_logits"]
 
 
 @dataclass
@@ -50,8 +60,75 @@ def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
     return Packed(ids, attn, pos, ids[:, lp:].clone(), attn[:, lp:].float())
 
 
-def completion_logits(model, packed: Packed) -> torch.Tensor:
+@dataclass
+class GroupPacked:
+    """k prompts, prompt j with `group_sizes[j]` completions (prompt-major)."""
+
+    prompt_ids: torch.Tensor  # (k, Lp) left-padded
+    prompt_mask: torch.Tensor  # (k, Lp)
+    prompt_pos: torch.Tensor  # (k, Lp)
+    prompt_of: torch.Tensor  # (N,) the prompt of each completion
+    input_ids: torch.Tensor  # (N, Lc - 1) completion tokens fed after the prompt (all but the last)
+    attention_mask: torch.Tensor  # (N, Lp + Lc - 1)
+    position_ids: torch.Tensor  # (N, Lc - 1)
+    targets: torch.Tensor  # (N, Lc)
+    mask: torch.Tensor  # (N, Lc) float, 1 on completion tokens
+
+    def to(self, device: torch.device | str) -> GroupPacked:
+        return GroupPacked(**{f.name: getattr(self, f.name).to(device) for f in dataclasses.fields(self)})
+
+
+def pack_groups(
+    prompts: Sequence[Sequence[int]],
+    completions: Sequence[Sequence[int]],
+    pad_id: int,
+    group_sizes: int | Sequence[int],
+) -> GroupPacked:
+    """Batch k prompts with their completions, prompt-major: the first `group_sizes[0]` completions
+    belong to `prompts[0]`, and so on (an int means the same size for every prompt).
+
+    >>> g = pack_groups([[5, 6], [7]], [[8], [9, 10], [11, 12], [13]], pad_id=0, group_sizes=2)
+    >>> g.input_ids.tolist(), g.position_ids.tolist(), g.attention_mask.tolist()
+    ([[8], [9], [11], [13]], [[2], [2], [1], [1]], [[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 1, 1]])
+    >>> g.targets.tolist(), g.mask.tolist(), g.prompt_of.tolist()
+    ([[8, 0], [9, 10], [11, 12], [13, 0]], [[1.0, 0.0], [1.0, 1.0], [1.0, 1.0], [1.0, 0.0]], [0, 0, 1, 1])
+    """
+    k = len(prompts)
+    sizes = [group_sizes] * k if isinstance(group_sizes, int) else list(group_sizes)
+    if len(sizes) != k or sum(sizes) != len(completions):
+        raise ValueError(f"{len(completions)} completions do not split into groups of {sizes} for {k} prompts")
+    prompt_of = torch.repeat_interleave(torch.arange(k), torch.tensor(sizes, dtype=torch.long))
+    lp = max(len(p) for p in prompts)
+    lc = max(max((len(c) for c in completions), default=0), 1)
+    p_ids = torch.full((k, lp), pad_id, dtype=torch.long)
+    p_mask = torch.zeros((k, lp), dtype=torch.long)
+    for j, p in enumerate(prompts):
+        p_ids[j, lp - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+        p_mask[j, lp - len(p) :] = 1
+    n = len(completions)
+    c_ids = torch.full((n, lc), pad_id, dtype=torch.long)
+    c_mask = torch.zeros((n, lc), dtype=torch.long)
+    for i, c in enumerate(completions):
+        c_ids[i, : len(c)] = torch.tensor(list(c), dtype=torch.long)
+        c_mask[i, : len(c)] = 1
+    p_len = p_mask.sum(1)[prompt_of]  # (N,)
+    return GroupPacked(
+        prompt_ids=p_ids,
+        prompt_mask=p_mask,
+        prompt_pos=(p_mask.cumsum(-1) - 1).clamp(min=0),
+        prompt_of=prompt_of,
+        input_ids=c_ids[:, :-1],
+        attention_mask=torch.cat([p_mask[prompt_of], c_mask[:, :-1]], dim=1),
+        position_ids=p_len[:, None] + torch.arange(lc - 1)[None, :],
+        targets=c_ids,
+        mask=c_mask.float(),
+    )
+
+
+def completion_logits(model, packed: Packed | GroupPacked) -> torch.Tensor:
     """Logits that predict each completion token: (B, Lc, V)."""
+    if isinstance(packed, GroupPacked):
+        return _group_logits(model, packed)
     lc = packed.targets.shape[1]
     out = model(
         input_ids=packed.input_ids,
@@ -61,3 +138,27 @@ def completion_logits(model, packed: Packed) -> torch.Tensor:
         use_cache=False,
     )
     return out.logits[:, :-1]  # (B, Lc, V): position t predicts token t+1
+
+
+def _group_logits(model, gp: GroupPacked) -> torch.Tensor:
+    """The prompt once per group, its cache repeated G times, then the completions on top."""
+    out = model(
+        input_ids=gp.prompt_ids,
+        attention_mask=gp.prompt_mask,
+        position_ids=gp.prompt_pos,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    first = out.logits[:, -1:][gp.prompt_of]  # (N, 1, V) predicts completion token 0
+    if gp.input_ids.shape[1] == 0:
+        return first
+    cache = _cache_of(out)
+    cache.batch_select_indices(gp.prompt_of)  # each completion gets its prompt's keys and values
+    rest = model(
+        input_ids=gp.input_ids,
+        attention_mask=gp.attention_mask,
+        position_ids=gp.position_ids,
+        use_cache=True,
+        **{_cache_kw(model): cache},
+    ).logits  # (N, Lc - 1, V): position t predicts completion token t+1
+    return torch.cat([first, rest], dim=1)

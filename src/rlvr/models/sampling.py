@@ -14,11 +14,12 @@ sampling from a uniform that depends only on `(seed, t, i)`.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+
+from rlvr.models.decoding import make_decoder
 
 __all__ = ["Completions", "autocast", "sample", "encode_prompts"]
 
@@ -34,6 +35,7 @@ class Completions:
     tokens: list[list[int]]
     texts: list[str]
     truncated: list[bool]
+    entropy: list[float] | None = None  # per completion: mean entropy of the sampling distribution per token
 
     @property
     def lengths(self) -> list[int]:
@@ -85,59 +87,51 @@ def autocast(model, enabled: bool):
     return torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=enabled)
 
 
-def _cache_kw(model) -> str:
-    """transformers >= 5.x names the KV cache argument `cache`; earlier versions `past_key_values`."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
-    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
-
-
-def _cache_of(out):
-    return out.cache if "cache" in out else out.past_key_values
-
-
 @torch.no_grad()
-def _sample_chunk(model, prompt_ids, rows, *, max_new_tokens, temperature, top_p, eos_id, pad_id, base, total):
-    device = next(model.parameters()).device
+def _sample_chunk(
+    decoder, prompt_ids, rows, *, max_new_tokens, temperature, top_p, eos_id, pad_id, base, total, device, entropy
+):
     ids, mask = _left_pad(prompt_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
     b = ids.shape[0]
     pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, Lp)
-    cache_kw = _cache_kw(model)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
-    cache, logits = _cache_of(out), out.logits[:, -1]  # (B, V)
-    alive = torch.arange(b, device=device)  # rows of the original batch still generating
+    logits = decoder.start(ids, mask, pos, max_new_tokens)  # (B, V)
+    alive = torch.arange(b)  # rows of the original batch still generating (on the CPU)
     next_pos = pos[:, -1] + 1  # (B,)
-    result: list[list[int]] = [[] for _ in range(b)]
-    truncated = [True] * b
+    out = torch.full((b, max_new_tokens), -1, dtype=torch.long)  # drawn tokens, -1 after the end
+    truncated = torch.ones(b, dtype=torch.bool)
+    ent_sum = torch.zeros(b)
     for step in range(max_new_tokens):
-        u = _uniforms(base, step, rows[alive.cpu()], total) if temperature > 0 else rows
+        u = _uniforms(base, step, rows[alive], total) if temperature > 0 else rows
         tok = _draw(logits, temperature, top_p, u)  # (b_alive,)
-        done = tok == eos_id
-        for row, t in zip(alive.tolist(), tok.tolist(), strict=True):
-            result[row].append(t)
-        if step == max_new_tokens - 1:
-            for row in alive[done].tolist():
-                truncated[row] = False
-            break
+        tok_cpu = tok.cpu()
+        out[alive, step] = tok_cpu
+        if entropy:
+            ent_sum[alive] += _entropy(logits, temperature).cpu()
+        done = tok_cpu == eos_id
         if done.any():
-            for row in alive[done].tolist():
-                truncated[row] = False
+            truncated[alive[done]] = False
             keep = (~done).nonzero().squeeze(-1)
             if keep.numel() == 0:
                 break
-            alive, tok, next_pos, mask = alive[keep], tok[keep], next_pos[keep], mask[keep]
-            cache.batch_select_indices(keep)
-        mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
-        out = model(
-            input_ids=tok[:, None],
-            attention_mask=mask,
-            position_ids=next_pos[:, None],
-            use_cache=True,
-            **{cache_kw: cache},
-        )
-        cache, logits = _cache_of(out), out.logits[:, -1]
+            alive = alive[keep]
+            keep_dev = keep.to(device)
+            tok, next_pos = tok[keep_dev], next_pos[keep_dev]
+            if step < max_new_tokens - 1:
+                decoder.keep(keep_dev)
+        if step == max_new_tokens - 1:
+            break
+        logits = decoder.step(tok, next_pos)
         next_pos = next_pos + 1
-    return result, truncated
+    result = [[t for t in row if t >= 0] for row in out.tolist()]
+    ent = [e / max(1, len(r)) for e, r in zip(ent_sum.tolist(), result, strict=True)] if entropy else None
+    return result, truncated.tolist(), ent
+
+
+def _entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Entropy of softmax(logits / T) per row (T = 1 for greedy decoding). (B, V) -> (B,)"""
+    logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
 
 
 def sample(
@@ -153,12 +147,17 @@ def sample(
     chunk_size: int = 128,
     generator: torch.Generator | None = None,
     bf16: bool = False,
+    fast: bool | None = None,
+    entropy: bool = False,
 ) -> Completions:
     """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
 
     Pass a `generator` to continue one random stream across calls (the trainer does, so a resumed
     run draws the same samples); otherwise a fresh one is seeded with `seed`. `bf16=True` runs the
-    forwards under bfloat16 autocast (weights stay as they are; see `autocast`).
+    forwards under bfloat16 autocast (weights stay as they are; see `autocast`). `fast` picks the
+    decoder (`rlvr.models.decoding`): None uses the fast one when the architecture is supported.
+    `entropy=True` also returns each completion's mean per-token entropy of the distribution its
+    tokens were drawn from (softmax(logits / T), before top-p).
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
@@ -169,12 +168,15 @@ def sample(
     model.eval()
     tokens: list[list[int]] = []
     truncated: list[bool] = []
+    entropies: list[float] = []
+    device = next(model.parameters()).device
     try:
+        decoder = make_decoder(model, fast, bf16)
         for start in range(0, len(order), chunk_size):
             rows = order[start : start + chunk_size]
             with autocast(model, bf16):
-                toks, trunc = _sample_chunk(
-                    model,
+                toks, trunc, ents = _sample_chunk(
+                    decoder,
                     [encoded[i] for i in rows],
                     torch.arange(start, start + len(rows)),
                     max_new_tokens=max_new_tokens,
@@ -184,10 +186,15 @@ def sample(
                     pad_id=pad_id,
                     base=base,
                     total=len(order),
+                    device=device,
+                    entropy=entropy,
                 )
             tokens += toks
             truncated += trunc
+            entropies += ents or []
     finally:
         model.train(was_training)
     texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
-    return Completions(prompt_index=order, tokens=tokens, texts=texts, truncated=truncated)
+    return Completions(
+        prompt_index=order, tokens=tokens, texts=texts, truncated=truncated, entropy=entropies if entropy else None
+    )
