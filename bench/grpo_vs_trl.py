@@ -8,8 +8,10 @@ and TRL's default `dapo` loss (token-mean aggregation, group-std advantages, eps
 per rollout). rlvr uses the equivalent objective (`grpo` preset with `aggregation: token_mean`).
 Both compute in float32 unless `--bf16`, which turns on bfloat16 autocast in both (TRL's `bf16=True`,
 rlvr's `bf16: true`); weights and optimiser state stay float32 in both.
-Rounds alternate the two systems so that machine noise hits both; the script prints the median
-seconds per step and completion tokens per second of each, and the ratio rlvr / TRL.
+After one untimed warm-up run of each, rounds alternate the two systems so that machine noise
+hits both; the script prints the median seconds per step and completion tokens per second of each,
+the ratio rlvr / TRL, rlvr's generation/update split, and each system's share of zero-std groups
+(rlvr does not run their completions when beta = 0: their policy gradient is exactly zero).
 
 Needs the optional `trl` extra (`pip install 'rlvr[trl]'`). Benchmark on an idle machine: any other
 load on a 2-core box slows torch's kernels far more than the difference measured here.
@@ -132,6 +134,8 @@ def main() -> None:
             f"{'bf16 autocast' if args.bf16 else 'float32'}, {args.threads} threads"
         )
         res: dict[str, list[tuple[list[float], int]]] = {"rlvr": [], "trl": []}
+        for name, fn in (("rlvr", run_rlvr), ("trl", run_trl)):  # warm-up: first kernels, allocator, imports
+            fn(model, 2, args.beta, work / f"{name}-warmup", seed=99, bf16=args.bf16)
         for r in range(args.rounds):
             for name, fn in (("rlvr", run_rlvr), ("trl", run_trl)):
                 times, tokens, info = fn(model, args.steps, args.beta, work / f"{name}{r}", seed=r, bf16=args.bf16)
