@@ -125,6 +125,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", action="store_true", help="bfloat16 autocast in both systems")
     args = ap.parse_args()
+    if args.steps < 2:
+        ap.error("--steps must be at least 2 (each run's first step is a warm-up and is not timed)")
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -60,8 +60,8 @@ def _batch(prompts, n):
 @pytest.mark.parametrize(("bf16", "n"), [(False, 4), (True, 4), (False, 1)])
 def test_fast_decoder_logits_match_hugging_face(arch: str, bf16: bool, n: int) -> None:
     """Prefill (left-padded prompts, each repeated n times; the distinct prompts are not in sorted
-    order) and eight decoding steps, with rows dropped on the way (which makes the fast decoder
-    compact its cache): the same logits as HF's forward."""
+    order) and eight decoding steps, with rows dropped (riding along, then compacted) and reordered
+    on the way: the same logits as HF's forward."""
     model = _tiny(ARCHS[arch][0], **ARCHS[arch][1])
     assert fast_decoder_supported(model)
     ids, mask, pos = _batch(PROMPTS, n)
@@ -76,8 +76,14 @@ def test_fast_decoder_logits_match_hugging_face(arch: str, bf16: bool, n: int) -
             else:
                 torch.testing.assert_close(logits[1], logits[0], atol=1e-4, rtol=1e-4)
             tok = logits[0].argmax(-1)
-            if step in (2, 5) and tok.numel() > 1:  # drop every third row (n=4: 12 -> 8 -> 5, compacting)
+            keep = None
+            if step == 1 and tok.numel() > 3:  # one row done: it rides along (n=4: 12 -> 11, no compaction)
+                keep = torch.tensor([i for i in range(tok.numel()) if i != 1])
+            elif step == 3:  # the live rows reordered
+                keep = torch.arange(tok.numel()).flip(0)
+            elif step == 5 and tok.numel() > 1:  # every third row done (n=4: 11 -> 7, compacting)
                 keep = torch.arange(tok.numel())[torch.arange(tok.numel()) % 3 != 1]
+            if keep is not None:
                 tok, next_pos = tok[keep], next_pos[keep]
                 for d in decoders:
                     d.keep(keep)
@@ -130,13 +136,19 @@ def test_fast_decoder_refuses_what_it_does_not_reproduce() -> None:
         make_decoder(lora, fast=True)
 
 
-def test_group_packing_matches_flat_packing() -> None:
+@pytest.mark.parametrize(
+    "comps",
+    [
+        [[20, 21, 22], [23], [24, 25, 26, 27, 1], [28, 1], [29, 30], [31]],
+        [[20], [21], [1], [22], [23], [1]],  # one token each: the prompt's last logits alone
+    ],
+)
+def test_group_packing_matches_flat_packing(comps) -> None:
     """The prompt once per group with its cache repeated: the same log-probs and gradients as
     packing every (prompt, completion) pair, for uneven group sizes."""
     model = _tiny("llama").train()
     prompts = [[5, 6, 7, 8], [9], [10, 11, 12]]
     sizes = [3, 1, 2]
-    comps = [[20, 21, 22], [23], [24, 25, 26, 27, 1], [28, 1], [29, 30], [31]]
     flat = pack([p for p, n in zip(prompts, sizes, strict=True) for _ in range(n)], comps, pad_id=0)
     grouped = pack_groups(prompts, comps, pad_id=0, group_sizes=sizes)
     assert torch.equal(flat.targets, grouped.targets) and torch.equal(flat.mask, grouped.mask)
@@ -167,21 +179,28 @@ def _reference_update(model, opt, ro, pad_id: int, cfg, ocfg) -> None:
     opt.step()
 
 
-@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"])
-def test_skipping_zero_advantage_rows_changes_nothing(tiny_model_dir: Path, tmp_path: Path, aggregation) -> None:
+@pytest.mark.parametrize(
+    ("aggregation", "micro_batch_size"),
+    [("token_mean", 4), ("seq_mean_token_mean", 4), ("seq_mean_token_sum_norm", 4), ("token_mean", 3)],
+)
+def test_skipping_zero_advantage_rows_changes_nothing(
+    tiny_model_dir: Path, tmp_path: Path, aggregation: str, micro_batch_size: int
+) -> None:
     """Two steps: one with some zero-advantage rows, then one where every advantage is 0 (nothing
-    runs, yet AdamW's momentum still moves the weights): the same weights as running every row."""
+    runs, yet AdamW's momentum still moves the weights): the same weights as running every row.
+    A micro-batch smaller than a group splits the group."""
     cfg = load_config(
         TrainConfig, None,
         {"model": str(tiny_model_dir), "out": str(tmp_path / "run"), "n_train": 16, "prompts_per_step": 2,
-         "group_size": 4, "max_new_tokens": 10, "micro_batch_size": 4, "lr": 1e-3, "eval_every": 0, "threads": 1,
-         "objective_overrides": {"aggregation": aggregation, "beta": 0.0}},
+         "group_size": 4, "max_new_tokens": 10, "micro_batch_size": micro_batch_size, "lr": 1e-3,
+         "eval_every": 0, "threads": 1, "objective_overrides": {"aggregation": aggregation, "beta": 0.0}},
     )  # fmt: skip
     tr = GRPOTrainer(cfg)
     ref_model = copy.deepcopy(tr.model)
     ref_opt = torch.optim.AdamW(ref_model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ro = collect(tr.model, tr.tok, tr._next_problems, tr.runner, tr.cfg, tr.ocfg, tr.advantage_fn, tr.gen)
     ro.advantages = torch.tensor([1.0, -1.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0])  # group 2 zero-std, one zero row
+    assert all(len(idx) <= micro_batch_size for idx, _ in tr._micro_batches(ro, list(range(8))))
     stats = tr.update(ro)
     assert stats["update_rows_frac"] == pytest.approx(3 / 8)
     _reference_update(ref_model, ref_opt, ro, tr.tok.pad_token_id, cfg, tr.ocfg)

@@ -75,6 +75,7 @@ class TrainConfig(StrictModel):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
+    fast_decoder: bool = True  # rollouts with rlvr.models.decoding.FastDecoder where the architecture allows
     out: str = "runs/grpo"
 
     @field_validator("rewards")

@@ -72,7 +72,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
     comp = sample(
         model, tok, [format_prompt(p.question) for p in probs], n=g,
         max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
-        bf16=cfg.bf16, entropy=True,
+        bf16=cfg.bf16, entropy=True, fast=None if cfg.fast_decoder else False,
     )  # fmt: skip
     t_gen = time.perf_counter() - t0
     scored = runner.score(comp.texts, _columns(probs, g))

@@ -145,23 +145,29 @@ class GRPOTrainer:
             return obj.token_logprobs(logits, batch.targets)
 
     def _micro_batches(self, ro: Rollout, rows: list[int]) -> list[tuple[torch.Tensor, Any]]:
-        """The given completion rows in micro-batches of whole groups (a group's prompt runs once, see
-        `pack_groups`), groups sorted by their longest completion so that little compute goes to padding."""
-        g = self.cfg.group_size
+        """The given completion rows in micro-batches of at most `micro_batch_size` rows. A group's
+        rows stay together where they fit (their prompt runs once, see `pack_groups`); groups go in
+        order of their longest completion so that little compute goes to padding."""
+        g, mbs = self.cfg.group_size, self.cfg.micro_batch_size
         by_group: dict[int, list[int]] = {}
         for i in rows:
             by_group.setdefault(i // g, []).append(i)
         order = sorted(by_group, key=lambda j: max(len(ro.tokens[i]) for i in by_group[j]))
-        per_mb = max(1, self.cfg.micro_batch_size // g)
+        units = [(j, by_group[j][s : s + mbs]) for j in order for s in range(0, len(by_group[j]), mbs)]
+        batches: list[list[tuple[int, list[int]]]] = []
+        for unit in units:
+            if batches and sum(len(r) for _, r in batches[-1]) + len(unit[1]) <= mbs:
+                batches[-1].append(unit)
+            else:
+                batches.append([unit])
         out = []
-        for s in range(0, len(order), per_mb):
-            groups = order[s : s + per_mb]
-            idx = [i for j in groups for i in by_group[j]]
+        for units_mb in batches:
+            idx = [i for _, r in units_mb for i in r]
             batch = pack_groups(
-                [ro.prompt_tokens[j * g] for j in groups],
+                [ro.prompt_tokens[j * g] for j, _ in units_mb],
                 [ro.tokens[i] for i in idx],
                 self.tok.pad_token_id,
-                [len(by_group[j]) for j in groups],
+                [len(r) for _, r in units_mb],
             )
             if self.ocfg.mask_truncated:
                 keep = torch.tensor([not ro.truncated[i] for i in idx], dtype=batch.mask.dtype)
@@ -213,8 +219,8 @@ class GRPOTrainer:
                 acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
                 acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
-            for p in params:
-                if p.grad is None:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
+            if not mbs:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
+                for p in params:
                     p.grad = torch.zeros_like(p)
             acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
             self.opt.step()

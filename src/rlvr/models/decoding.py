@@ -12,7 +12,7 @@ Two implementations of one small interface (`start`, `step`, `keep`):
   `index` 6%, 29 matmul calls per step where 17 do); this loop removes those. It is hand-written
   because no engine we could install covers it on CPU (vLLM needs a GPU; `torch.compile` of the
   decode step costs more compile time than a demo run saves), and it is tested token for token
-  against `HFDecoder` on each supported architecture (tests/test_models.py).
+  against `HFDecoder` on each supported architecture (tests/test_fast_paths.py).
 
 Rows that finish are dropped from the caller's view at once (`keep`); the fast decoder keeps
 computing them until a quarter of its rows are dead and then compacts its cache, so that it copies
@@ -98,6 +98,9 @@ def fast_decoder_supported(model) -> bool:
         return False
     if getattr(cfg, "sliding_window", None) is not None and getattr(cfg, "use_sliding_window", True):
         return False  # Mistral-style sliding window: not reproduced here
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("dynamic", "longrope"):
+        return False  # frequencies that depend on the longest position in the call
     inner = getattr(model, "model", None)
     return all(hasattr(inner, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb"))
 
@@ -109,8 +112,9 @@ class _Layer:
     def __init__(self, layer, dtype: torch.dtype | None) -> None:
         a, m = layer.self_attn, layer.mlp
         self.w_qkv = _w(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]), dtype)
-        biases = [a.q_proj.bias, a.k_proj.bias, a.v_proj.bias]
-        self.b_qkv = _b(torch.cat(biases), dtype) if all(b is not None for b in biases) else None
+        projs = [a.q_proj, a.k_proj, a.v_proj]
+        biases = [p.bias if p.bias is not None else p.weight.new_zeros(p.weight.shape[0]) for p in projs]
+        self.b_qkv = _b(torch.cat(biases), dtype) if any(p.bias is not None for p in projs) else None
         self.w_o, self.b_o = _w(a.o_proj.weight, dtype), _b(a.o_proj.bias, dtype)
         self.w_gu = _w(torch.cat([m.gate_proj.weight, m.up_proj.weight]), dtype)
         self.b_gu = None if m.gate_proj.bias is None else _b(torch.cat([m.gate_proj.bias, m.up_proj.bias]), dtype)
@@ -203,9 +207,10 @@ class FastDecoder:
     def _attend_prompt(self, i, q, k, v):
         """Prefill of the distinct prompts: causal attention over the left-padded prompt."""
         self.k[i][:, :, : k.shape[2]], self.v[i][:, :, : v.shape[2]] = k, v
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=self._prefill_mask, scale=self.scale, enable_gqa=self.n_kv != self.n_heads
-        )
+        if self.n_kv != self.n_heads:  # grouped KV heads: one copy per query head (sdpa's enable_gqa needs torch 2.5)
+            rep = self.n_heads // self.n_kv
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=self._prefill_mask, scale=self.scale)
 
     def _attend_step(self, i, q, k, v):
         """One new token per row, written to cache column t, attending to columns 0..t."""
@@ -239,12 +244,13 @@ class FastDecoder:
         self.valid[:, :lp] = mask.bool()
         self.t = lp
         self.rows = torch.arange(b, device=ids.device)  # live rows -> cache rows
+        self.ordered = True  # rows == arange(cache rows): no scatter or gather per step
         self.pos = pos[:, -1].clone()
         return logits
 
     def step(self, tok, pos):
         nb = self.k[0].shape[0]
-        if self.rows.numel() == nb:
+        if self.ordered:
             full_tok, full_pos = tok, pos
         else:  # finished rows ride along with a dummy token until the next compaction
             full_tok = torch.zeros(nb, dtype=tok.dtype, device=tok.device).index_copy_(0, self.rows, tok)
@@ -254,15 +260,19 @@ class FastDecoder:
         h = self._forward(F.embedding(full_tok[:, None], self.embed), full_pos[:, None], self._attend_step)
         self.t += 1
         logits = self._logits(h[:, 0])
-        return logits if self.rows.numel() == nb else logits[self.rows]
+        return logits if self.ordered else logits[self.rows]
 
     def keep(self, rows):
+        """`rows`: distinct indices into the live rows, in the order they are to be kept."""
         self.rows = self.rows[rows]
-        if self.rows.numel() * 4 <= self.k[0].shape[0] * 3:  # a quarter dead: compact the cache
+        nb = self.k[0].shape[0]
+        self.ordered = self.rows.numel() == nb and torch.equal(self.rows, torch.arange(nb, device=rows.device))
+        if self.rows.numel() * 4 <= nb * 3:  # a quarter dead: compact the cache
             r = self.rows
             self.k, self.v = [c[r] for c in self.k], [c[r] for c in self.v]
             self.valid, self.pos = self.valid[r], self.pos[r]
             self.rows = torch.arange(r.numel(), device=r.device)
+            self.ordered = True
 
 
 def _first_of(inv: torch.Tensor, n: int) -> torch.Tensor:
