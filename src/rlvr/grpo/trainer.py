@@ -180,8 +180,8 @@ class GRPOTrainer:
 
         Completions whose advantage is exactly 0 (zero-std groups, unscorable rows) contribute exactly
         zero policy gradient, so when there is no KL term they are not run at all; they still count in
-        the loss normalisers, and parameters without a gradient get a zero one, so AdamW takes the same
-        step as if they had been computed."""
+        the loss normalisers, and when nothing runs the parameters get a zero gradient, so AdamW takes
+        the same step as if every row had been computed."""
         adv = ro.advantages.to(self.cfg.device)
         active = self._counted(ro)
         n_tok = max(1, sum(len(ro.tokens[i]) for i in active))

@@ -176,19 +176,10 @@ def sample(
             rows = order[start : start + chunk_size]
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
-                    decoder,
-                    [encoded[i] for i in rows],
-                    torch.arange(start, start + len(rows)),
-                    max_new_tokens=max_new_tokens,
-                    temperature=temperature,
-                    top_p=top_p,
-                    eos_id=eos_id,
-                    pad_id=pad_id,
-                    base=base,
-                    total=len(order),
-                    device=device,
-                    entropy=entropy,
-                )
+                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)),
+                    max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, eos_id=eos_id,
+                    pad_id=pad_id, base=base, total=len(order), device=device, entropy=entropy,
+                )  # fmt: skip
             tokens += toks
             truncated += trunc
             entropies += ents or []
