@@ -136,17 +136,30 @@ def test_fast_decoder_refuses_what_it_does_not_reproduce() -> None:
         make_decoder(lora, fast=True)
 
 
+LONG = [[20, 21, 22], [23], [24, 25, 26, 27, 1], [28, 1], [29, 30], [31]]
+
+
 @pytest.mark.parametrize(
-    "comps",
+    ("arch", "lora", "comps"),
     [
-        [[20, 21, 22], [23], [24, 25, 26, 27, 1], [28, 1], [29, 30], [31]],
-        [[20], [21], [1], [22], [23], [1]],  # one token each: the prompt's last logits alone
+        ("llama", False, LONG),
+        ("llama", False, [[20], [21], [1], [22], [23], [1]]),  # one token each: the prompt's last logits alone
+        ("qwen3", False, LONG),
+        ("qwen2", True, LONG),  # a peft-wrapped policy: its forward takes the cache through **kwargs
     ],
 )
-def test_group_packing_matches_flat_packing(comps) -> None:
+def test_group_packing_matches_flat_packing(arch: str, lora: bool, comps) -> None:
     """The prompt once per group with its cache repeated: the same log-probs and gradients as
     packing every (prompt, completion) pair, for uneven group sizes."""
-    model = _tiny("llama").train()
+    model = _tiny(arch, **ARCHS["qwen3-qknorm"][1] if arch == "qwen3" else {}).train()
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+        with torch.no_grad():  # non-zero adapters, so the gradient reaches both LoRA matrices
+            for name, p in model.named_parameters():
+                if "lora_" in name:
+                    p.normal_(0, 0.5)
     prompts = [[5, 6, 7, 8], [9], [10, 11, 12]]
     sizes = [3, 1, 2]
     flat = pack([p for p, n in zip(prompts, sizes, strict=True) for _ in range(n)], comps, pad_id=0)
@@ -158,7 +171,7 @@ def test_group_packing_matches_flat_packing(comps) -> None:
         lp = obj.token_logprobs(completion_logits(model, batch), batch.targets)
         (lp * batch.mask).sum().backward()
         logps.append(lp * batch.mask)
-        grads.append([p.grad.clone() for p in model.parameters()])
+        grads.append([p.grad.clone() for p in model.parameters() if p.requires_grad])
     torch.testing.assert_close(logps[1], logps[0], atol=1e-5, rtol=1e-5)
     for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
