@@ -75,6 +75,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
         bf16=cfg.bf16, entropy=True, fast=None if cfg.fast_decoder else False,
     )  # fmt: skip
     t_gen = time.perf_counter() - t0
+    assert comp.entropy is not None  # asked for above
     scored = runner.score(comp.texts, _columns(probs, g))
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
     if ocfg.overlong_buffer:
@@ -89,7 +90,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
                 "tokens": [comp.tokens[i] for i in rows],
                 "texts": [comp.texts[i] for i in rows],
                 "truncated": [comp.truncated[i] for i in rows],
-                "entropy": [comp.entropy[i] for i in rows] if comp.entropy else [math.nan] * g,
+                "entropy": [comp.entropy[i] for i in rows],
                 "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
                 "total": total[j * g : (j + 1) * g],
             }

@@ -166,7 +166,6 @@ class FastDecoder:
 
     def __init__(self, model, matmul_dtype: torch.dtype | None = None) -> None:
         cfg = model.config
-        self.model = model
         self.inner = model.model
         self.n_heads = cfg.num_attention_heads
         self.n_kv = getattr(cfg, "num_key_value_heads", None) or self.n_heads
