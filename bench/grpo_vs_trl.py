@@ -54,7 +54,8 @@ def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int, bf16: b
         None,
         {
             "model": str(model), "out": str(out), "steps": steps, "prompts_per_step": P, "group_size": G,
-            "max_new_tokens": MAX_NEW, "lr": 1e-6, "eval_every": 0, "save_every": 0, "seed": seed, "threads": None,
+            "sampling": {"max_new_tokens": MAX_NEW}, "lr": 1e-6, "eval_every": 0, "save_every": 0, "seed": seed,
+            "threads": None,
             "objective": "grpo", "objective_overrides": {"aggregation": "token_mean", "beta": beta},
             "micro_batch_size": P * G, "bf16": bf16,
         },

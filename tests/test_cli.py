@@ -58,7 +58,7 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
 
     train_cfg = tmp_path / "train.yaml"
     train_cfg.write_text(
-        "n_train: 40\nsteps: 2\nprompts_per_step: 2\ngroup_size: 2\nmax_new_tokens: 8\neval_every: 0\n"
+        "n_train: 40\nsteps: 2\nprompts_per_step: 2\ngroup_size: 2\nsampling: {max_new_tokens: 8}\neval_every: 0\n"
         "save_every: 1\nthreads: 1\n"
     )
     run = tmp_path / "grpo"
@@ -86,6 +86,9 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
         (["eval", "--model", "/nonexistent"], "/nonexistent: not a model folder"),
         (["eval", "--model", "x", "--ks", "a,b"], "--ks: expected comma-separated integers"),
         (["train", "--resume", "/nonexistent"], "not a run folder"),
+        (["train", "--prompt-format", "xml"], "<flags>: field 'sampling.prompt_format'"),
+        (["eval", "--model", "x", "--max-new-tokens", "0"], "<flags>: field 'sampling.max_new_tokens'"),
+        (["models", "import-gguf", "/nonexistent.gguf", "--out", "/tmp/rlvr-never"], "/nonexistent.gguf"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:

@@ -23,7 +23,7 @@ EVAL_KEYS = {
     "fidelity", "seconds",
 }  # fmt: skip
 SAMPLE_KEYS = {
-    "problem_id", "question", "gold", "gold_solution", "gold_steps", "n_steps", "sample", "temperature",
+    "problem_id", "question", "prompt", "gold", "gold_solution", "gold_steps", "n_steps", "sample", "temperature",
     "completion", "parsed", "correct", "reason", "tokens", "truncated",
 }  # fmt: skip
 TINY = ["--n-problems", "5", "--n", "2", "--ks", "1,2"]
@@ -34,7 +34,7 @@ def one_thread(tmp_path: Path) -> list[str]:
     """`--config` with `threads: 1` (two threads on two shared, busy cores run several times slower) and short
     completions (the untrained tiny model never stops before max_new_tokens)."""
     cfg = tmp_path / "threads.yaml"
-    cfg.write_text("threads: 1\nmax_new_tokens: 24\n")
+    cfg.write_text("threads: 1\nsampling: {max_new_tokens: 24}\n")
     return ["--config", str(cfg)]
 
 

@@ -97,9 +97,18 @@ def test_fast_decoder_samples_the_same_tokens(arch: str) -> None:
     different steps: the same completions from both decoders."""
     model = _tiny(ARCHS[arch][0], **ARCHS[arch][1])
     ids = [p for p in PROMPTS for _ in range(4)]
-    common = dict(max_new_tokens=12, top_p=1.0, pad_id=0, base=7, total=len(ids), device=torch.device("cpu"))
+    common = dict(
+        max_new_tokens=12,
+        top_p=1.0,
+        top_k=0,
+        stop_hit=None,
+        pad_id=0,
+        base=7,
+        total=len(ids),
+        device=torch.device("cpu"),
+    )
     greedy, _, _ = _sample_chunk(
-        HFDecoder(model), ids, torch.arange(len(ids)), temperature=0.0, eos_id=-1, entropy=False, **common
+        HFDecoder(model), ids, torch.arange(len(ids)), temperature=0.0, stop_ids={-1}, entropy=False, **common
     )
 
     def balance(t: int) -> int:  # an end token that about half the rows reach
@@ -111,7 +120,7 @@ def test_fast_decoder_samples_the_same_tokens(arch: str) -> None:
     for temperature in (0.0, 1.0):
         out = [
             _sample_chunk(
-                d, ids, torch.arange(len(ids)), temperature=temperature, eos_id=eos, entropy=True, **common
+                d, ids, torch.arange(len(ids)), temperature=temperature, stop_ids={eos}, entropy=True, **common
             )  # fmt: skip
             for d in (HFDecoder(model), FastDecoder(model))
         ]
@@ -129,11 +138,47 @@ def test_fast_decoder_refuses_what_it_does_not_reproduce() -> None:
     assert not fast_decoder_supported(_tiny("mistral", sliding_window=4))
     assert not fast_decoder_supported(_tiny("llama", hidden_act="gelu"))
     assert not fast_decoder_supported(_tiny("gpt2", n_embd=32, n_layer=1, n_head=2))
-    lora = get_peft_model(_tiny("llama"), LoraConfig(r=2, target_modules=["q_proj"], task_type="CAUSAL_LM"))
-    assert not fast_decoder_supported(lora)
-    assert isinstance(make_decoder(lora), HFDecoder)
-    with pytest.raises(ValueError, match="does not support"):
-        make_decoder(lora, fast=True)
+    for extra in ({"use_dora": True}, {"modules_to_save": ["lm_head"]}, {"target_modules": ["q_proj", "lm_head"]}):
+        kw = {"r": 2, "target_modules": ["q_proj"], "task_type": "CAUSAL_LM", **extra}
+        lora = get_peft_model(_tiny("llama"), LoraConfig(**kw))
+        assert not fast_decoder_supported(lora), extra
+        assert isinstance(make_decoder(lora), HFDecoder)
+        with pytest.raises(ValueError, match="does not support"):
+            make_decoder(lora, fast=True)
+
+
+@pytest.mark.parametrize("arch", ["llama-gqa", "qwen2-bias"])
+def test_fast_decoder_samples_a_lora_policy_from_its_merged_weights(arch: str) -> None:
+    """Plain LoRA on every projection, adapters trained away from zero: the fast decoder's logits
+    (merged weights) equal the peft model's own forward through prefill and decoding steps; with the
+    adapters disabled it gives the base model's."""
+    from peft import LoraConfig, get_peft_model
+
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    model = get_peft_model(
+        _tiny(ARCHS[arch][0], **ARCHS[arch][1]), LoraConfig(r=4, lora_alpha=8, target_modules=targets)
+    ).eval()
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    assert fast_decoder_supported(model) and isinstance(make_decoder(model), FastDecoder)
+    ids, mask, pos = _batch(PROMPTS, 2)
+    with torch.no_grad():
+        decoders = [HFDecoder(model), FastDecoder(model)]
+        logits = [d.start(ids, mask, pos, 4) for d in decoders]
+        next_pos = pos[:, -1] + 1
+        for _ in range(4):
+            torch.testing.assert_close(logits[1], logits[0], atol=1e-4, rtol=1e-4)
+            tok = logits[0].argmax(-1)
+            logits = [d.step(tok, next_pos) for d in decoders]
+            next_pos = next_pos + 1
+        with model.disable_adapter():  # peft's switch for the KL reference: the base model's logits
+            off = FastDecoder(model).start(ids, mask, pos, 1)
+            base = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1]
+        torch.testing.assert_close(off, base, atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(off, FastDecoder(model).start(ids, mask, pos, 1), atol=1e-2)
 
 
 LONG = [[20, 21, 22], [23], [24, 25, 26, 27, 1], [28, 1], [29, 30], [31]]
@@ -183,7 +228,7 @@ def _reference_update(model, opt, ro, pad_id: int, cfg, ocfg) -> None:
     logp = obj.token_logprobs(completion_logits(model, batch), batch.targets)
     loss, _ = obj.policy_loss(
         logp, logp.detach(), ro.advantages, batch.mask, eps_low=ocfg.eps_low, eps_high=ocfg.eps_high,
-        aggregation=obj.resolve_aggregation(ocfg.aggregation), max_len=cfg.max_new_tokens,
+        aggregation=obj.resolve_aggregation(ocfg.aggregation), max_len=cfg.sampling.max_new_tokens,
         n_tokens_global=batch.mask.sum(), n_seqs_global=(batch.mask.sum(1) > 0).sum(),
     )  # fmt: skip
     opt.zero_grad(set_to_none=True)
@@ -205,13 +250,13 @@ def test_skipping_zero_advantage_rows_changes_nothing(
     cfg = load_config(
         TrainConfig, None,
         {"model": str(tiny_model_dir), "out": str(tmp_path / "run"), "n_train": 16, "prompts_per_step": 2,
-         "group_size": 4, "max_new_tokens": 10, "micro_batch_size": micro_batch_size, "lr": 1e-3,
+         "group_size": 4, "sampling": {"max_new_tokens": 10}, "micro_batch_size": micro_batch_size, "lr": 1e-3,
          "eval_every": 0, "threads": 1, "objective_overrides": {"aggregation": aggregation, "beta": 0.0}},
     )  # fmt: skip
     tr = GRPOTrainer(cfg)
     ref_model = copy.deepcopy(tr.model)
     ref_opt = torch.optim.AdamW(ref_model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    ro = collect(tr.model, tr.tok, tr._next_problems, tr.runner, tr.cfg, tr.ocfg, tr.advantage_fn, tr.gen)
+    ro = collect(tr.model, tr.tok, tr.fmt, tr._next_problems, tr.runner, tr.cfg, tr.ocfg, tr.advantage_fn, tr.gen)
     ro.advantages = torch.tensor([1.0, -1.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.0])  # group 2 zero-std, one zero row
     assert all(len(idx) <= micro_batch_size for idx, _ in tr._micro_batches(ro, list(range(8))))
     stats = tr.update(ro)

@@ -31,7 +31,7 @@ def test_pinned_trajectory(tiny_model_dir: Path, tmp_path: Path, monkeypatch) ->
         None,
         {
             "model": str(tiny_model_dir), "out": str(tmp_path / "run"), "n_train": 64, "steps": 4,
-            "prompts_per_step": 2, "group_size": 4, "max_new_tokens": 12, "lr": 1e-2, "eval_every": 0,
+            "prompts_per_step": 2, "group_size": 4, "sampling": {"max_new_tokens": 12}, "lr": 1e-2, "eval_every": 0,
             "save_every": 0, "threads": 1, "objective": "grpo", "rewards": [{"name": "length"}, {"name": "outcome"}],
         },
     )  # fmt: skip

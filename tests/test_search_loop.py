@@ -35,7 +35,7 @@ def _cfg(tmp_path: Path, model: Path, **kw) -> SearchConfig:
     values = {
         "base_model": str(model), "rounds": 2, "candidates": 2, "screen_steps": 1, "dev_n": 4, "dev_samples": 2,
         "test_n": 6, "test_samples": 2, "ensemble_size": 2, "seeds": 2, "workers": 0, "out": str(tmp_path / "s"),
-        "train": {"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 12, "threads": 1},
+        "train": {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 12}, "threads": 1},
         "threads": 1,
     }  # fmt: skip
     values.update(kw)
@@ -47,7 +47,7 @@ def _screen_job(model: Path, out: Path, **kw) -> ScreenJob:
     values = {
         "key": "baseline/s1/seed0", "kind": "baseline", "members": (), "model": str(model), "steps": 1, "seed": 0,
         "out": str(out), "eval_n": 3, "eval_samples": 1,
-        "train": {"prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "threads": 1},
+        "train": {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 8}, "threads": 1},
     }  # fmt: skip
     values.update(kw)
     return ScreenJob(**values)
@@ -115,7 +115,7 @@ class _WithBadCandidate(OfflineProposer):
         return out
 
 
-def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_model_dir, monkeypatch):
+def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_model_dir, monkeypatch, os_sandbox):
     cfg = _cfg(tmp_path, tiny_model_dir)
     monkeypatch.setattr(search_run, "make_proposer", lambda c: _WithBadCandidate(seed=c.seed))
     logs: list[str] = []
@@ -246,7 +246,7 @@ def _one_candidate(body: dict, n: int) -> str:
     return f"```python\n{source}```"
 
 
-def test_search_with_a_chat_proposer_feeds_the_ranking_back(tmp_path, tiny_model_dir, fake_chat_server):
+def test_search_with_a_chat_proposer_feeds_the_ranking_back(tmp_path, tiny_model_dir, fake_chat_server, os_sandbox):
     pytest.importorskip("openai")
     server = fake_chat_server(_one_candidate)
     proposer = {"kind": "chat", "base_url": server.url, "model": "fake", "timeout_s": 5}
@@ -268,7 +268,7 @@ def reward(completions, **kwargs):
 '''
 
 
-def test_a_candidate_that_never_scores_fails_its_screen(tmp_path, tiny_model_dir):
+def test_a_candidate_that_never_scores_fails_its_screen(tmp_path, tiny_model_dir, os_sandbox):
     job = _screen_job(
         tiny_model_dir, tmp_path / "run", key="cand/none/s1/seed0", kind="candidate", members=(("none", NONE_SOURCE),),
         eval_n=2,

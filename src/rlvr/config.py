@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["ConfigError", "StrictModel", "load_config", "dump_config", "load_yaml_mapping"]
+from rlvr.tasks.prompt import PromptFormat
+
+__all__ = ["ConfigError", "SamplingConfig", "StrictModel", "load_config", "dump_config", "load_yaml_mapping"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -27,6 +29,43 @@ class StrictModel(BaseModel):
     """Base for command configs: unknown keys are errors, instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SamplingConfig(StrictModel):
+    """How completions are sampled and prompted: one sub-config (`sampling:`) shared by train, eval,
+    sft (which uses its prompt settings) and search screening. Documented in docs/train.md.
+
+    `top_k: 0` and `top_p: 1` are off (the distribution the GRPO math assumes); `stop` strings end a
+    completion after the token that completes one (the string stays in the text); eos and the chat
+    template's end-of-turn token always end it. `prompt_format`: see `rlvr.tasks.prompt`.
+    """
+
+    max_new_tokens: int = Field(64, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(0, ge=0)
+    stop: list[str] = []
+    prompt_format: PromptFormat = "auto"
+    system_prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _stops_nonempty(self) -> SamplingConfig:
+        if any(not s for s in self.stop):
+            raise ValueError("stop strings must be non-empty")
+        return self
+
+
+_MOVED_TO_SAMPLING = ("max_new_tokens", "temperature", "top_p")
+
+
+def moved_to_sampling(data: Any) -> Any:
+    """A `model_validator(mode="before")` body: the sampling keys that used to sit at the top of a
+    command's config are refused with the key that replaced them (`sampling.max_new_tokens`)."""
+    if isinstance(data, dict):
+        for key in _MOVED_TO_SAMPLING:
+            if key in data:
+                raise ValueError(f"'{key}' is now 'sampling.{key}' (one sampling sub-config for every command)")
+    return data
 
 
 def _key_lines(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
@@ -113,10 +152,10 @@ def load_config(
         else:
             line = next((lines[loc[:i]] for i in range(len(loc), 0, -1) if loc[:i] in lines), None)
             where = f"{source}:{line}" if line else source
-        msg = err["msg"]
+        msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
-        raise ConfigError(f"{where}: field '{field}': {msg}") from None
+        raise ConfigError(f"{where}: field '{field}': {msg}" if loc else f"{where}: {msg}") from None
 
 
 def _nest(parts: tuple[str, ...], value: Any) -> dict[str, Any]:

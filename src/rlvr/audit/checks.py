@@ -24,6 +24,7 @@ __all__ = ["ABOUT", "CHECKS", "TITLES", "CheckResult", "run_checks", "worst"]
 # (pass at or above, warn at or above; below: fail)
 VERIFIER_THRESHOLDS = {"recall": (0.98, 0.90), "specificity": (0.99, 0.95), "rejection": (0.95, 0.85)}
 BUDGET_RATIO = (0.8, 1.25)  # trained / base tokens per problem counted as a matched budget
+TRUNCATION_WARN = 0.05  # share of completions cut at max_new_tokens above which the budget hides answers
 SEPARATION = {"fail_below": 0.2, "warn_below": 0.5, "format_gain_warn": 0.5, "format_only_margin": 0.02}
 _MULTI = re.compile(r"^(pass|maj)@(\d+)$")
 
@@ -54,19 +55,30 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
         problems.append("a metric states no tokens_per_problem")
     diffs = [
         f"{k}: {base.result.get(k)} vs {trained.result.get(k)}"
-        for k in ("n_samples", "max_new_tokens", "temperature", "top_p")
+        for k in ("n_samples", "max_new_tokens", "temperature", "top_p", "top_k", "prompt_format")
         if base.result.get(k) != trained.result.get(k)
     ]
     ratio = p1[5] if p1 else None
-    if status == "pass" and (diffs or not (finite(ratio) and BUDGET_RATIO[0] <= ratio <= BUDGET_RATIO[1])):
+    trunc = {who: _truncated(e) for who, e in (("base", base), ("trained", trained))}
+    cut = [f"{who} {v:.0%}" for who, v in trunc.items() if v > TRUNCATION_WARN]
+    unmatched = not (finite(ratio) and BUDGET_RATIO[0] <= ratio <= BUDGET_RATIO[1])
+    if status == "pass" and (diffs or unmatched or cut):
         status = "warn"
         problems += [f"settings differ ({'; '.join(diffs)})"] if diffs else []
         problems += [f"trained model spends x{_fmt(ratio, '.2f')} the base's tokens per problem"] if ratio else []
+        problems += [f"completions cut at max_new_tokens: {', '.join(cut)}"] if cut else []
     ev = {
         "split": trained.split, "base": str(base.path), "trained": str(trained.path), "multi_sample": multi,
-        "token_ratio": ratio, "settings_differ": diffs, "metrics": rows, "change": ctx.changes.get(trained.split),
+        "token_ratio": ratio, "settings_differ": diffs, "truncated_frac": trunc, "metrics": rows,
+        "change": ctx.changes.get(trained.split),
     }  # fmt: skip
     return status, ev, problems
+
+
+def _truncated(e: EvalRun) -> float:
+    """The larger share of sampled or greedy completions cut at max_new_tokens (0 when not recorded)."""
+    vals = [e.result.get(k) for k in ("truncated_frac", "greedy_truncated_frac")]
+    return max([float(v) for v in vals if finite(v)], default=0.0)
 
 
 def check_matched_compute(ctx: AuditContext) -> CheckResult:

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import StrictModel
+from rlvr.config import SamplingConfig, StrictModel, moved_to_sampling
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
 from rlvr.evaluate.plots import write_eval_plots
@@ -27,14 +27,14 @@ from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.runlog import RunDir
-from rlvr.tasks import Problem, load_task, problems_hash
+from rlvr.tasks import Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval", "resolve_model_path"]
 
 
 def resolve_model_path(spec: str | Path) -> Path:
-    """A model folder, or a run folder whose `model/` holds one."""
-    p = Path(spec)
+    """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
+    p = Path(spec).expanduser()
     return p / "model" if (p / "model" / "config.json").is_file() else p
 
 
@@ -49,9 +49,7 @@ class EvalConfig(StrictModel):
     n_problems: int = Field(500, ge=1)
     n_samples: int = Field(8, ge=1)
     ks: list[int] = [1, 2, 4, 8]
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(64, ge=1)
+    sampling: SamplingConfig = SamplingConfig()
     greedy: bool = True
     plots: bool = True
     ci_resamples: int = Field(2000, ge=100)
@@ -60,6 +58,8 @@ class EvalConfig(StrictModel):
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling
     out: str = "runs/eval"
+
+    _moved = model_validator(mode="before")(moved_to_sampling)
 
     @field_validator("ks")
     @classmethod
@@ -111,7 +111,9 @@ def summarize_scores(
     return {"metrics": metrics, "by_difficulty": by_diff, "per_problem": per_problem}
 
 
-def _sample_rows(problems: list[Problem], scored: Scored, temperature: float) -> list[dict[str, Any]]:
+def _sample_rows(
+    problems: list[Problem], scored: Scored, temperature: float, prompts: list[str]
+) -> list[dict[str, Any]]:
     rows = []
     for i, p in enumerate(problems):
         for j, text in enumerate(scored.texts[i]):
@@ -119,6 +121,7 @@ def _sample_rows(problems: list[Problem], scored: Scored, temperature: float) ->
                 {
                     "problem_id": p.id,
                     "question": p.question,
+                    "prompt": prompts[i],
                     "gold": p.answer,
                     "gold_solution": p.solution,
                     "gold_steps": [[s.expr, s.result] for s in p.steps],
@@ -153,24 +156,20 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
     # evaluation may read the private holdout; training and selection never can (HoldoutError)
     problems = load_task(cfg.task, cfg.split, n=cfg.n_problems, seed=cfg.seed, preset=cfg.preset, allow_holdout=True)
     data_hash = problems_hash(problems)
+    s = cfg.sampling
+    fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
     run.write_manifest(
-        seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}}
-    )
+        seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}},
+        prompt_format=fmt.fmt,
+    )  # fmt: skip
     t0 = time.perf_counter()
     sample_kw = functools.partial(
-        sample_and_score,
-        model,
-        tok,
-        problems,
-        max_new_tokens=cfg.max_new_tokens,
-        seed=cfg.seed,
-        top_p=cfg.top_p,
-        bf16=cfg.bf16,
+        sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16
     )
     greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
     if progress is not None:
         progress("greedy done")
-    sampled = sample_kw(n=cfg.n_samples, temperature=cfg.temperature)
+    sampled = sample_kw(n=cfg.n_samples)
     gen_s = time.perf_counter() - t0
     summary = summarize_scores(problems, sampled, greedy, cfg)
     result = {
@@ -181,19 +180,23 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
         "data_hash": data_hash,
         "n_problems": len(problems),
         "n_samples": cfg.n_samples,
-        "temperature": cfg.temperature,
-        "top_p": cfg.top_p,
-        "max_new_tokens": cfg.max_new_tokens,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "top_k": s.top_k,
+        "max_new_tokens": s.max_new_tokens,
+        "prompt_format": fmt.fmt,
         "truncated_frac": float(sampled.truncated.mean()),
+        **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
         "tokens_per_sample": float(sampled.tokens.mean()),
         **summary,
         "fidelity": fidelity_metrics(problems, sampled),
         "seconds": gen_s,
     }
     run.write_json("eval.json", result)
-    _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, cfg.temperature))
+    prompts = [fmt.prompt(p) for p in problems]
+    _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
-        _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0))
+        _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
     if cfg.plots:
         write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlvr.models.sampling import sample
-from rlvr.tasks import Problem, format_prompt
+from rlvr.config import SamplingConfig
+from rlvr.models.sampling import sample_with
+from rlvr.tasks import Problem, PromptFormatter
 from rlvr.verify import verify_answer
 
 __all__ = ["Scored", "sample_and_score"]
@@ -33,26 +34,19 @@ def sample_and_score(
     problems: Sequence[Problem],
     *,
     n: int,
-    temperature: float,
-    max_new_tokens: int,
+    sampling: SamplingConfig,
+    formatter: PromptFormatter,
     seed: int,
-    top_p: float = 1.0,
+    temperature: float | None = None,
     chunk_size: int = 128,
     bf16: bool = False,
 ) -> Scored:
-    """Sample `n` completions per problem (greedy when `temperature == 0`) and verify each."""
-    comp = sample(
-        model,
-        tok,
-        [format_prompt(p.question) for p in problems],
-        n=n,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        chunk_size=chunk_size,
-        bf16=bf16,
-    )
+    """Sample `n` completions per problem with `sampling` (`temperature` overrides its temperature;
+    0 decodes greedily), prompted by `formatter`, and verify each."""
+    comp = sample_with(
+        model, tok, [formatter.prompt(p) for p in problems], n, sampling, end_ids=sorted(formatter.end_ids),
+        temperature=temperature, seed=seed, chunk_size=chunk_size, bf16=bf16,
+    )  # fmt: skip
     verdicts = [verify_answer(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
     shape = (len(problems), n)
     return Scored(

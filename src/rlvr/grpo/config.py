@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import StrictModel
+from rlvr.config import SamplingConfig, StrictModel, moved_to_sampling
 from rlvr.grpo.presets import PRESETS, ObjectiveConfig
 from rlvr.rewards import RewardSpec
 
@@ -53,9 +53,7 @@ class TrainConfig(StrictModel):
     steps: int = Field(200, ge=1)
     prompts_per_step: int = Field(8, ge=1)
     group_size: int = Field(8, ge=2)
-    max_new_tokens: int = Field(64, ge=1)
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
+    sampling: SamplingConfig = SamplingConfig()
     num_iterations: int = Field(1, ge=1)
     max_refill_rounds: int = Field(3, ge=0)
     gen_batch_prompts: int | None = Field(None, ge=1)  # dynamic sampling: prompts sampled per round (DAPO's gen batch)
@@ -78,6 +76,8 @@ class TrainConfig(StrictModel):
     fast_decoder: bool = True  # rollouts with rlvr.models.decoding.FastDecoder where the architecture allows
     out: str = "runs/grpo"
 
+    _moved = model_validator(mode="before")(moved_to_sampling)
+
     @field_validator("rewards")
     @classmethod
     def _known_rewards(cls, v: list[RewardSpec]) -> list[RewardSpec]:
@@ -93,9 +93,10 @@ class TrainConfig(StrictModel):
     @model_validator(mode="after")
     def _overlong_fits(self) -> TrainConfig:
         buf = self.resolved_objective().overlong_buffer
-        if buf is not None and not 0 < buf <= self.max_new_tokens:
+        if buf is not None and not 0 < buf <= self.sampling.max_new_tokens:
             raise ValueError(
-                f"objective_overrides.overlong_buffer={buf} must be in (0, max_new_tokens={self.max_new_tokens}]"
+                f"objective_overrides.overlong_buffer={buf} must be in (0, "
+                f"sampling.max_new_tokens={self.sampling.max_new_tokens}]"
             )
         return self
 

@@ -80,7 +80,7 @@ class RewardRunner:
         except Exception:
             return None, False
 
-    def score(self, completions: list[str], columns: dict[str, list[Any]]) -> Scored:
+    def score(self, completions: list[Any], columns: dict[str, list[Any]]) -> Scored:
         t0 = time.perf_counter()
         n = len(completions)
         values: dict[str, list[float | None]] = {}

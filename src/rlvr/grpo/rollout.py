@@ -21,8 +21,8 @@ import torch
 from rlvr.grpo import objective as obj
 from rlvr.grpo.presets import ObjectiveConfig
 from rlvr.grpo.rewarding import RewardRunner
-from rlvr.models.sampling import encode_prompts, sample
-from rlvr.tasks import Problem, format_prompt
+from rlvr.models.sampling import encode_prompts, sample_with
+from rlvr.tasks import Problem, PromptFormatter
 
 __all__ = ["Rollout", "collect"]
 
@@ -43,11 +43,12 @@ class Rollout:
     stats: dict[str, float] = field(default_factory=dict)
 
 
-def _columns(problems: list[Problem], g: int) -> dict[str, list[Any]]:
-    """Dataset columns in TRL's convention, repeated for each of the G completions."""
+def _columns(problems: list[Problem], g: int, fmt: PromptFormatter) -> dict[str, list[Any]]:
+    """Dataset columns in TRL's convention, repeated for each of the G completions: `prompts` are the
+    problem's messages when it came from a conversational dataset, else the prompt text."""
     rep = [p for p in problems for _ in range(g)]
     return {
-        "prompts": [format_prompt(p.question) for p in rep],
+        "prompts": [list(p.messages) if p.messages else fmt.prompt(p) for p in rep],
         "answer": [p.answer for p in rep],
         "steps": [p.steps for p in rep],
         "question": [p.question for p in rep],
@@ -64,23 +65,26 @@ def _group_ok(total: torch.Tensor, g: int) -> torch.Tensor:
     return (valid.sum(1) >= 2) & (hi > lo)
 
 
-def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, ocfg: ObjectiveConfig, gen):
+def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen):
     """One sampling round: G completions per problem, scored and shaped, cut into groups.
     Returns (groups, ok (n,) bool: the group carries signal, generation seconds, Scored)."""
-    g = cfg.group_size
+    g, max_new = cfg.group_size, cfg.sampling.max_new_tokens
     t0 = time.perf_counter()
-    comp = sample(
-        model, tok, [format_prompt(p.question) for p in probs], n=g,
-        max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, generator=gen,
+    comp = sample_with(
+        model, tok, [fmt.prompt(p) for p in probs], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
         bf16=cfg.bf16, entropy=True, fast=None if cfg.fast_decoder else False,
     )  # fmt: skip
     t_gen = time.perf_counter() - t0
     assert comp.entropy is not None  # asked for above
-    scored = runner.score(comp.texts, _columns(probs, g))
+    # TRL passes completions as messages when the prompt was conversational
+    texts: list[Any] = [
+        [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
+    ]
+    scored = runner.score(texts, _columns(probs, g, fmt))
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
     if ocfg.overlong_buffer:
         lengths = torch.tensor(comp.lengths, dtype=torch.float32)
-        total = total + obj.overlong_penalty(lengths, cfg.max_new_tokens, ocfg.overlong_buffer, ocfg.overlong_penalty)
+        total = total + obj.overlong_penalty(lengths, max_new, ocfg.overlong_buffer, ocfg.overlong_penalty)
     groups = []
     for j, prob in enumerate(probs):
         rows = range(j * g, (j + 1) * g)
@@ -101,6 +105,7 @@ def _sample_round(model, tok, probs: list[Problem], runner: RewardRunner, cfg, o
 def collect(
     model,
     tok,
+    fmt: PromptFormatter,
     next_problems: Callable[[int], list[Problem]],
     runner: RewardRunner,
     cfg,
@@ -119,7 +124,7 @@ def collect(
         n_req = p_need - len(kept)
         if ocfg.dynamic_sampling and cfg.gen_batch_prompts:
             n_req = max(n_req, cfg.gen_batch_prompts)
-        groups, ok, seconds, scored = _sample_round(model, tok, next_problems(n_req), runner, cfg, ocfg, gen)
+        groups, ok, seconds, scored = _sample_round(model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen)
         t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
             errors[name] += count
@@ -136,15 +141,15 @@ def collect(
         "train/sampling_rounds": float(rounds),
         **{f"reward/{name}/errors": float(count) for name, count in errors.items()},
     }
-    return _assemble(kept[:p_need], tok, runner.names, advantage_fn, g, stats)
+    return _assemble(kept[:p_need], tok, fmt, runner.names, advantage_fn, g, stats)
 
 
-def _assemble(kept: list[dict[str, Any]], tok, names: list[str], advantage_fn, g: int, stats) -> Rollout:
+def _assemble(kept: list[dict[str, Any]], tok, fmt: PromptFormatter, names: list[str], advantage_fn, g: int, stats):
     """Flatten the kept groups into a Rollout and compute their advantages."""
     total = torch.cat([k["total"] for k in kept])
     adv = advantage_fn(total, g)
     problems = [k["problem"] for k in kept]
-    encoded = encode_prompts(tok, [format_prompt(p.question) for p in problems])
+    encoded = encode_prompts(tok, [fmt.prompt(p) for p in problems])
     return Rollout(
         problems=problems,
         prompt_tokens=[encoded[j] for j in range(len(kept)) for _ in range(g)],

@@ -16,18 +16,20 @@ from typing import Literal
 
 import torch
 
-from rlvr.config import StrictModel
+from rlvr.config import SamplingConfig, StrictModel
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
 from rlvr.runlog import RunDir
-from rlvr.tasks import format_prompt, format_target, load_task, problems_hash
+from rlvr.tasks import PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
 
 
 class SFTConfig(StrictModel):
-    """`rlvr sft` settings. `model: tiny` builds the embedded model from the task's text."""
+    """`rlvr sft` settings. `model: tiny` builds the embedded model from the task's text. Of
+    `sampling`, SFT uses the prompt settings (`prompt_format`, `system_prompt`): give the same ones to
+    `rlvr train` and `rlvr eval` so that the model is prompted as it was trained."""
 
     model: str = "tiny"
     tiny: TinyConfig = TinyConfig()
@@ -45,6 +47,7 @@ class SFTConfig(StrictModel):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     log_every: int = 20
+    sampling: SamplingConfig = SamplingConfig()
     out: str = "runs/sft"
 
 
@@ -71,22 +74,22 @@ def run_sft(cfg: SFTConfig, *, progress=None) -> Path:
     torch.manual_seed(cfg.seed)
     run = RunDir(cfg.out, cfg, command="sft")
     problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
-    prompts = [format_prompt(p.question) for p in problems]
-    targets = [format_target(p) for p in problems]
-    if cfg.model == "tiny":
-        tok = build_tokenizer(p + t for p, t in zip(prompts, targets, strict=True))
+    if cfg.model == "tiny":  # the embedded model's vocabulary is built from its plain-format text
+        tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
         model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
         tok.padding_side = "left"
     else:
         tok, model = load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
+    fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     model.to(cfg.device).train()
     run.write_manifest(
         seeds={"sft": cfg.seed},
         data={"train": {"task": cfg.task, "n": len(problems), "hash": problems_hash(problems)}},
         model={"parameters": sum(p.numel() for p in model.parameters())},
+        prompt_format=fmt.fmt,
     )
-    prompt_ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    target_ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in targets]
+    prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
+    target_ids = [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in problems]
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps, cfg.steps))

@@ -31,7 +31,7 @@ from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast
 from rlvr.runlog import RunDir, read_jsonl
-from rlvr.tasks import Problem, load_task, problems_hash
+from rlvr.tasks import Problem, PromptFormatter, load_task, problems_hash
 from rlvr.verify import verify_answer
 
 __all__ = ["GRPOTrainer"]
@@ -50,6 +50,8 @@ class GRPOTrainer:
         self.run = RunDir(cfg.out, cfg, command="train", resume=resume)
         self.model_path = resolve_model_path(cfg.model)
         self.tok = load_tokenizer(self.model_path)
+        s = cfg.sampling
+        self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=cfg.device))
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         # variants resolved once: the loop below calls plain functions
@@ -70,6 +72,7 @@ class GRPOTrainer:
             },
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.__dict__,
+            prompt_format=self.fmt.fmt,
         )
         if resume:
             self._load_latest()
@@ -186,7 +189,7 @@ class GRPOTrainer:
         active = self._counted(ro)
         n_tok = max(1, sum(len(ro.tokens[i]) for i in active))
         n_seq = sum(1 for i in active if len(ro.tokens[i]) > 0)
-        norm = {"max_len": self.cfg.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        norm = {"max_len": self.cfg.sampling.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
         rows = active if self.ocfg.beta > 0 else [i for i in active if float(ro.advantages[i]) != 0.0]
         mbs = self._micro_batches(ro, rows) if rows else []
         ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
@@ -272,12 +275,13 @@ class GRPOTrainer:
             self.model,
             self.tok,
             self.dev,
-            max_new_tokens=self.cfg.max_new_tokens,
+            sampling=self.cfg.sampling,
+            formatter=self.fmt,
             seed=self.cfg.seed + 7919 * self.step,
             bf16=self.cfg.bf16,
         )
         greedy = score(n=1, temperature=0.0)
-        sampled = score(n=self.cfg.eval_samples, temperature=self.cfg.temperature)
+        sampled = score(n=self.cfg.eval_samples)
         c = sampled.correct.sum(1)
         n = self.cfg.eval_samples
         out = {"eval/dev/greedy_acc": float(greedy.correct.mean()), "eval/dev/pass@1": float(sampled.correct.mean())}
@@ -307,7 +311,15 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, float]:
         t0 = time.perf_counter()
         ro = collect(
-            self.model, self.tok, self._next_problems, self.runner, self.cfg, self.ocfg, self.advantage_fn, self.gen
+            self.model,
+            self.tok,
+            self.fmt,
+            self._next_problems,
+            self.runner,
+            self.cfg,
+            self.ocfg,
+            self.advantage_fn,
+            self.gen,
         )
         t1 = time.perf_counter()
         loss_stats = self.update(ro)

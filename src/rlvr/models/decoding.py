@@ -3,11 +3,13 @@
 Two implementations of one small interface (`start`, `step`, `keep`):
 
 - `HFDecoder` drives any Hugging Face causal LM through its own forward and `DynamicCache`. It works
-  for every architecture, LoRA (peft) included, and is the reference.
+  for every architecture and every peft adapter, and is the reference.
 - `FastDecoder` runs the decoder-only transformer shared by Llama, Qwen2, Qwen3 and Mistral
   (RMSNorm, rotary attention with grouped KV heads, SwiGLU MLP) directly from the model's weights,
   with a preallocated KV cache written in place and the q/k/v and gate/up projections fused into one
-  matmul each. Hugging Face's forward spends most of a small model's decoding step in per-module
+  matmul each. A LoRA-wrapped policy (peft, plain LoRA on the projections) is sampled from its merged
+  weights `W + scaling * B @ A`, taken when `sample()` starts, so adapters cost nothing per token.
+  Hugging Face's forward spends most of a small model's decoding step in per-module
   overhead, `torch.cat` cache growth and cache re-indexing (profiled on a 4-layer d=256 Llama:
   `cat` 15%, `index` 6%, 29 matmul calls per step where 17 do); this loop removes those. It is
   hand-written because no engine we could install covers it on CPU (vLLM needs a GPU; `torch.compile`
@@ -86,11 +88,19 @@ class HFDecoder:
 
 
 # ---------------------------------------------------------------------- fast path
+_LORA_OK = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
 def fast_decoder_supported(model) -> bool:
-    """True when `FastDecoder` reproduces this model's forward: a plain (not peft-wrapped) Llama,
-    Qwen2, Qwen3 or Mistral with SiLU MLP and full attention in every layer."""
+    """True when `FastDecoder` reproduces this model's forward: a Llama, Qwen2, Qwen3 or Mistral with
+    SiLU MLP and full attention in every layer, plain or with plain LoRA adapters (peft) on its
+    attention and MLP projections only."""
+    if hasattr(model, "get_base_model"):
+        if not _plain_lora(model):
+            return False
+        model = model.get_base_model()
     cfg = getattr(model, "config", None)
-    if cfg is None or hasattr(model, "get_base_model") or getattr(cfg, "model_type", None) not in _FAST_TYPES:
+    if cfg is None or getattr(cfg, "model_type", None) not in _FAST_TYPES:
         return False
     if getattr(cfg, "hidden_act", "silu") != "silu" or getattr(cfg, "pretraining_tp", 1) != 1:
         return False
@@ -105,20 +115,52 @@ def fast_decoder_supported(model) -> bool:
     return all(hasattr(inner, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb"))
 
 
+def _plain_lora(model) -> bool:
+    """A peft model whose adapters are all plain LoRA (no DoRA or other variant, no modules_to_save)
+    on linear projections the fast decoder fuses; their weights are merged when sampling starts."""
+    configs = getattr(model, "peft_config", {}) or {}
+    if not configs or any(str(getattr(c, "peft_type", "")) not in ("LORA", "PeftType.LORA") for c in configs.values()):
+        return False
+    if any(getattr(c, "modules_to_save", None) for c in configs.values()):
+        return False
+    for name, module in model.get_base_model().named_modules():
+        if hasattr(module, "lora_A"):
+            if not name.endswith(_LORA_OK) or not hasattr(module, "get_delta_weight"):
+                return False
+            if any(getattr(module, "lora_variant", {}).get(a) for a in module.active_adapters):
+                return False
+    return True
+
+
+def _weight(linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A linear layer's effective weight and bias: a LoRA layer's base weight plus its active,
+    unmerged adapters' `scaling * B @ A` (what its forward computes), else the layer's own."""
+    base = getattr(linear, "base_layer", None)
+    if base is None or not hasattr(linear, "lora_A"):
+        return linear.weight, linear.bias
+    w = base.weight
+    if not linear.merged and not linear.disable_adapters:
+        for a in linear.active_adapters:
+            if a in linear.lora_A:
+                w = w + linear.get_delta_weight(a).to(w.dtype)
+    return w, base.bias
+
+
 class _Layer:
     """One decoder layer's weights, q/k/v and gate/up fused, matmul weights in `dtype` (a copy of
     the live model's weights taken when sampling starts)."""
 
     def __init__(self, layer, dtype: torch.dtype | None) -> None:
         a, m = layer.self_attn, layer.mlp
-        self.w_qkv = _w(torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]), dtype)
-        projs = [a.q_proj, a.k_proj, a.v_proj]
-        biases = [p.bias if p.bias is not None else p.weight.new_zeros(p.weight.shape[0]) for p in projs]
-        self.b_qkv = _b(torch.cat(biases), dtype) if any(p.bias is not None for p in projs) else None
-        self.w_o, self.b_o = _w(a.o_proj.weight, dtype), _b(a.o_proj.bias, dtype)
-        self.w_gu = _w(torch.cat([m.gate_proj.weight, m.up_proj.weight]), dtype)
-        self.b_gu = None if m.gate_proj.bias is None else _b(torch.cat([m.gate_proj.bias, m.up_proj.bias]), dtype)
-        self.w_down, self.b_down = _w(m.down_proj.weight, dtype), _b(m.down_proj.bias, dtype)
+        (wq, bq), (wk, bk), (wv, bv) = _weight(a.q_proj), _weight(a.k_proj), _weight(a.v_proj)
+        self.w_qkv = _w(torch.cat([wq, wk, wv]), dtype)
+        biases = [b if b is not None else w.new_zeros(w.shape[0]) for w, b in ((wq, bq), (wk, bk), (wv, bv))]
+        self.b_qkv = _b(torch.cat(biases), dtype) if any(b is not None for b in (bq, bk, bv)) else None
+        (wo, bo), (wg, bg), (wu, bu), (wd, bd) = (_weight(x) for x in (a.o_proj, m.gate_proj, m.up_proj, m.down_proj))
+        self.w_o, self.b_o = _w(wo, dtype), _b(bo, dtype)
+        self.w_gu = _w(torch.cat([wg, wu]), dtype)
+        self.b_gu = None if bg is None or bu is None else _b(torch.cat([bg, bu]), dtype)
+        self.w_down, self.b_down = _w(wd, dtype), _b(bd, dtype)
         self.ln1 = (layer.input_layernorm.weight.detach(), layer.input_layernorm.variance_epsilon)
         self.ln2 = (layer.post_attention_layernorm.weight.detach(), layer.post_attention_layernorm.variance_epsilon)
         self.q_norm, self.k_norm = getattr(a, "q_norm", None), getattr(a, "k_norm", None)  # Qwen3
@@ -165,6 +207,8 @@ class FastDecoder:
     """Decoding with a preallocated KV cache from the weights of a supported model (see module doc)."""
 
     def __init__(self, model, matmul_dtype: torch.dtype | None = None) -> None:
+        if hasattr(model, "get_base_model"):  # peft: LoRA weights are merged into the copies taken here
+            model = model.get_base_model()
         cfg = model.config
         self.inner = model.model
         self.n_heads = cfg.num_attention_heads

@@ -17,7 +17,7 @@ class ModelLoadError(ValueError):
 
 
 def _check(path: str | Path) -> Path:
-    p = Path(path)
+    p = Path(path).expanduser()
     if not (p / "config.json").is_file():
         raise ModelLoadError(f"{p}: not a model folder (no config.json); give a local Hugging Face model path")
     return p

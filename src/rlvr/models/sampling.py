@@ -14,14 +14,16 @@ sampling from a uniform that depends only on `(seed, t, i)`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from rlvr.config import SamplingConfig
 from rlvr.models.decoding import make_decoder
 
-__all__ = ["Completions", "autocast", "sample", "encode_prompts"]
+__all__ = ["Completions", "autocast", "sample", "sample_with", "encode_prompts", "stop_string_checker"]
 
 
 @dataclass
@@ -57,12 +59,16 @@ def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
     return ids, mask  # (B, Lp), (B, Lp)
 
 
-def _draw(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor) -> torch.Tensor:
-    """One token per row from softmax(logits / T) restricted to the top-p nucleus, by inverse CDF
-    with uniforms `u`. (B, V), (B,) -> (B,)."""
+def _draw(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor, top_k: int = 0) -> torch.Tensor:
+    """One token per row from softmax(logits / T) restricted to the `top_k` most likely tokens (0: all)
+    and then to the top-p nucleus, by inverse CDF with uniforms `u`. (B, V), (B,) -> (B,)."""
     if temperature <= 0:
         return logits.argmax(-1)
-    probs = torch.softmax(logits.float() / temperature, dim=-1)  # (B, V)
+    logits = logits.float()
+    if 0 < top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, -math.inf)
+    probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
     if top_p < 1.0:
         sorted_p, order = probs.sort(dim=-1, descending=True)
         outside = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set reaching top_p
@@ -87,10 +93,26 @@ def autocast(model, enabled: bool):
     return torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=enabled)
 
 
+def stop_string_checker(tokenizer, stop: Sequence[str]) -> Callable[[list[int]], bool] | None:
+    """A test of whether a completion's tokens end in a stop string (None when there are none). Only
+    the last few tokens are decoded: a token spans at least one character, so a stop string of c
+    characters lies within the last c + 1 tokens."""
+    if not stop:
+        return None
+    width = max(len(s) for s in stop) + 1
+
+    def hit(tokens: list[int]) -> bool:
+        tail = tokenizer.decode(tokens[-width:], skip_special_tokens=True)
+        return any(s in tail for s in stop)
+
+    return hit
+
+
 @torch.no_grad()
 def _sample_chunk(
-    decoder, prompt_ids, rows, *, max_new_tokens, temperature, top_p, eos_id, pad_id, base, total, device, entropy
-):
+    decoder, prompt_ids, rows, *, max_new_tokens, temperature, top_p, top_k, stop_ids, stop_hit, pad_id, base, total,
+    device, entropy,
+):  # fmt: skip
     ids, mask = _left_pad(prompt_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
     b = ids.shape[0]
@@ -101,14 +123,17 @@ def _sample_chunk(
     out = torch.full((b, max_new_tokens), -1, dtype=torch.long)  # drawn tokens, -1 after the end
     truncated = torch.ones(b, dtype=torch.bool)
     ent_sum = torch.zeros(b)
+    stop_t = torch.tensor(sorted(stop_ids), dtype=torch.long)
     for step in range(max_new_tokens):
         u = _uniforms(base, step, rows[alive], total) if temperature > 0 else rows
-        tok = _draw(logits, temperature, top_p, u)  # (b_alive,)
+        tok = _draw(logits, temperature, top_p, u, top_k)  # (b_alive,)
         tok_cpu = tok.cpu()
         out[alive, step] = tok_cpu
         if entropy:
             ent_sum[alive] += _entropy(logits, temperature).cpu()
-        done = tok_cpu == eos_id
+        done = torch.isin(tok_cpu, stop_t)
+        if stop_hit is not None:
+            done |= torch.tensor([stop_hit(out[r, : step + 1].tolist()) for r in alive.tolist()], dtype=torch.bool)
         if done.any():
             truncated[alive[done]] = False
             keep = (~done).nonzero().squeeze(-1)
@@ -143,6 +168,9 @@ def sample(
     max_new_tokens: int = 64,
     temperature: float = 1.0,
     top_p: float = 1.0,
+    top_k: int = 0,
+    stop_ids: Sequence[int] | None = None,
+    stop: Sequence[str] = (),
     seed: int = 0,
     chunk_size: int = 128,
     generator: torch.Generator | None = None,
@@ -152,18 +180,23 @@ def sample(
 ) -> Completions:
     """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
 
+    A completion ends at the first token in `stop_ids` (default: the tokenizer's eos; pass
+    `PromptFormatter.end_ids` to stop at a chat template's end-of-turn token too) or at the token
+    that completes one of the `stop` strings; `truncated` marks the ones that hit `max_new_tokens`.
+
     Pass a `generator` to continue one random stream across calls (the trainer does, so a resumed
     run draws the same samples); otherwise a fresh one is seeded with `seed`. `bf16=True` runs the
     forwards under bfloat16 autocast (weights stay as they are; see `autocast`). `fast` picks the
     decoder (`rlvr.models.decoding`): None uses the fast one when the architecture is supported.
     `entropy=True` also returns each completion's mean per-token entropy of the distribution its
-    tokens were drawn from (softmax(logits / T), before top-p).
+    tokens were drawn from (softmax(logits / T), before top-k and top-p).
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
     encoded = encode_prompts(tokenizer, prompts)
     order = [i for i in range(len(prompts)) for _ in range(n)]
-    eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    stop_set = set(stop_ids) if stop_ids is not None else {tokenizer.eos_token_id}
+    stop_hit, pad_id = stop_string_checker(tokenizer, stop), tokenizer.pad_token_id
     was_training = model.training
     model.eval()
     tokens: list[list[int]] = []
@@ -177,8 +210,9 @@ def sample(
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
                     decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)),
-                    max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, eos_id=eos_id,
-                    pad_id=pad_id, base=base, total=len(order), device=device, entropy=entropy,
+                    max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
+                    stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base, total=len(order), device=device,
+                    entropy=entropy,
                 )  # fmt: skip
             tokens += toks
             truncated += trunc
@@ -189,3 +223,16 @@ def sample(
     return Completions(
         prompt_index=order, tokens=tokens, texts=texts, truncated=truncated, entropy=entropies if entropy else None
     )
+
+
+def sample_with(
+    model, tokenizer, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, end_ids: Sequence[int],
+    temperature: float | None = None, **kwargs,
+) -> Completions:  # fmt: skip
+    """`sample` with the settings of a `SamplingConfig` (the one place that maps its fields);
+    `temperature` overrides the config's (0 for greedy), `end_ids` come from the prompt format."""
+    return sample(
+        model, tokenizer, prompts, n, max_new_tokens=sampling.max_new_tokens,
+        temperature=sampling.temperature if temperature is None else temperature, top_p=sampling.top_p,
+        top_k=sampling.top_k, stop=sampling.stop, stop_ids=end_ids, **kwargs,
+    )  # fmt: skip

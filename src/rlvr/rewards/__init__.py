@@ -6,7 +6,14 @@ are in each function's docstring and in docs/rewards.md.
 """
 
 from rlvr.rewards.combine import REGISTRY, RewardSpec, build_reward, combine
-from rlvr.rewards.format import format_approx, format_exact, format_gsm8k, make_format_approx, make_format_exact
+from rlvr.rewards.format import (
+    format_approx,
+    format_exact,
+    format_gsm8k,
+    format_r1,
+    make_format_approx,
+    make_format_exact,
+)
 from rlvr.rewards.outcome import outcome
 from rlvr.rewards.process import hybrid, make_hybrid, make_process, process, process_score
 
@@ -18,6 +25,7 @@ __all__ = [
     "format_approx",
     "format_exact",
     "format_gsm8k",
+    "format_r1",
     "hybrid",
     "make_format_approx",
     "make_format_exact",

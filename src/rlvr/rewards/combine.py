@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlvr.rewards.format import format_gsm8k, make_format_approx, make_format_exact
+from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, make_format_exact
 from rlvr.rewards.outcome import outcome
 from rlvr.rewards.process import make_hybrid, make_process
 
@@ -41,6 +41,7 @@ REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
     "format_exact": lambda p: make_format_exact(_tags(p)),
     "format_approx": lambda p: make_format_approx(_tags(p)),
     "format_gsm8k": lambda p: format_gsm8k,
+    "format_r1": lambda p: format_r1,
     "process": lambda p: make_process(**p),
     "hybrid": lambda p: make_hybrid(**p),
 }

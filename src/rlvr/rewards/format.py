@@ -14,7 +14,7 @@ from typing import Any
 
 from rlvr.rewards._columns import completion_text
 
-__all__ = ["format_exact", "format_approx", "format_gsm8k", "make_format_exact", "make_format_approx"]
+__all__ = ["format_exact", "format_approx", "format_gsm8k", "format_r1", "make_format_exact", "make_format_approx"]
 
 RewardFn = Callable[..., list[float | None]]
 DEFAULT_TAGS = ("thinking", "solution")
@@ -62,6 +62,15 @@ format_approx.__doc__ = """Default-tag approximate format reward.
 
 >>> format_approx(["<thinking>2+3=5</thinking> 5", "<solution>5</solution><solution>"])
 [0.5, 0.25]
+"""
+
+format_r1 = make_format_exact(("think", "answer"))
+format_r1.__name__ = "format_r1"
+format_r1.__doc__ = """The `r1` prompt format's reward (DeepSeek-R1-Zero, open-r1's `format_reward`): 1.0 when the
+completion is exactly `<think>...</think>` then `<answer>...</answer>`, else 0.0.
+
+>>> format_r1(["<think>2+3=5</think>\\n<answer>5</answer>", "<answer>5</answer>"])
+[1.0, 0.0]
 """
 
 _GSM8K_END = re.compile(r"(?:^|\n)#### ?-?[\d,]+(?:\.\d+)?\s*\Z")

@@ -16,6 +16,7 @@ answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap ov
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import time
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
+from rlvr.config import SamplingConfig
 
 __all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
 
@@ -125,23 +128,26 @@ def evaluate_model(
     task: str,
     preset: str,
     seed: int,
-    max_new_tokens: int = 64,
+    sampling: SamplingConfig | None = None,
     threads: int | None = 2,
 ) -> dict[str, Any]:
-    """Sampled scores and greedy per-problem correctness of a saved model on a split."""
+    """Sampled scores and greedy per-problem correctness of a saved model on a split, sampled and
+    prompted as the screening run was trained (`sampling`)."""
     import torch
 
     from rlvr.evaluate.runner import sample_and_score
     from rlvr.models.load import load_model, load_tokenizer
-    from rlvr.tasks import load_task
+    from rlvr.tasks import PromptFormatter, load_task
 
     if threads:
         torch.set_num_threads(threads)
     problems = load_task(task, split, n=n_problems, seed=0, preset=preset, allow_holdout=False)
     model, tok = load_model(model_dir), load_tokenizer(model_dir)
-    sampled = sample_and_score(model, tok, problems, n=n_samples, temperature=1.0, max_new_tokens=max_new_tokens,
-                               seed=seed)  # fmt: skip
-    greedy = sample_and_score(model, tok, problems, n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed)
+    s = sampling or SamplingConfig()
+    fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
+    score = functools.partial(sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=seed)
+    sampled = score(n=n_samples, temperature=1.0)
+    greedy = score(n=1, temperature=0.0)
     answered = np.array([[p is not None for p in row] for row in sampled.parsed], dtype=bool)
     out = dev_scores(sampled.correct, answered, seed)
     out.update(
@@ -224,7 +230,7 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
         train = _train_summary(read_jsonl(run_dir / "metrics.jsonl"), reward)
         scores = evaluate_model(
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
-            seed=job.seed, max_new_tokens=cfg.max_new_tokens, threads=cfg.threads,
+            seed=job.seed, sampling=cfg.sampling, threads=cfg.threads,
         )  # fmt: skip
         flags = [f for f in reward_flags(read_jsonl(run_dir / "samples" / "train.jsonl")) if f["reward"] == "candidate"]
         result.update(status="done", scores=scores, train=train, reward_audit=flags[0] if flags else None)

@@ -14,13 +14,23 @@ from typing import Literal
 
 from rlvr.tasks.gsm8k import DataError, load_gsm8k, load_jsonl
 from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
-from rlvr.tasks.prompt import format_prompt, format_target
+from rlvr.tasks.prompt import (
+    PromptFormat,
+    PromptFormatError,
+    PromptFormatter,
+    format_prompt,
+    format_target,
+    resolve_format,
+)
 
 __all__ = [
     "DataError",
     "GoldFormatError",
     "HoldoutError",
     "Problem",
+    "PromptFormat",
+    "PromptFormatError",
+    "PromptFormatter",
     "Step",
     "Split",
     "format_prompt",
@@ -28,6 +38,7 @@ __all__ = [
     "load_task",
     "parse_gsm8k_solution",
     "problems_hash",
+    "resolve_format",
 ]
 
 Split = Literal["train", "dev", "test", "holdout"]

@@ -1,7 +1,8 @@
 """GSM8K (Cobbe et al. 2021, MIT licence), vendored so that it loads offline.
 
 `load_gsm8k("test")` reads the copy shipped inside the package; `load_jsonl(path)` reads any local
-JSONL with `question` and `answer` fields in GSM8K's format; `load_hf(name)` goes through the
+JSONL with `question` and `answer` fields in GSM8K's format (or TRL's conversational format: a
+`prompt` list of messages and an `answer`); `load_hf(name)` goes through the
 optional `datasets` package. A malformed line is a `DataError` naming the file and line: nothing is
 silently skipped.
 """
@@ -36,6 +37,8 @@ def gsm8k_path(split: Literal["train", "test"]) -> Path:
 def _problem(row: Any, where: str, pid: str, source: str) -> Problem:
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object")
+    if "prompt" in row and "question" not in row:
+        return _conversational(row, where, pid, source)
     for key in ("question", "answer"):
         if not isinstance(row.get(key), str) or not row[key].strip():
             raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
@@ -51,6 +54,42 @@ def _problem(row: Any, where: str, pid: str, source: str) -> Problem:
         source=source,
         solution=row["answer"].strip(),
     )
+
+
+def _conversational(row: dict[str, Any], where: str, pid: str, source: str) -> Problem:
+    """A row in TRL's prompt format: `prompt` is a list of {role, content} messages (or a string),
+    `answer` a GSM8K solution or the bare final answer."""
+    prompt, answer = row["prompt"], row.get("answer")
+    if isinstance(prompt, str) and prompt.strip():
+        messages = None
+        question = prompt.strip()
+    elif isinstance(prompt, list) and prompt and all(_is_message(m) for m in prompt):
+        messages = tuple({"role": m["role"], "content": m["content"]} for m in prompt)
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        if not users:
+            raise DataError(f"{where}: field 'prompt': no message with role 'user'")
+        question = users[-1].strip()
+    else:
+        raise DataError(f"{where}: field 'prompt': expected a string or a list of {{role, content}} messages")
+    if isinstance(answer, int | float) and not isinstance(answer, bool):
+        answer = str(answer)
+    if not isinstance(answer, str) or not answer.strip():
+        raise DataError(f"{where}: field 'answer': missing or not a non-empty string or number")
+    steps: list = []
+    final = answer.strip()
+    if "####" in answer:
+        try:
+            final, steps = parse_gsm8k_solution(answer)
+        except GoldFormatError as e:
+            raise DataError(f"{where}: field 'answer': {e}") from None
+    return Problem(
+        id=str(row.get("id", pid)), question=question, answer=final, steps=steps, source=source,
+        solution=answer.strip(), messages=messages,
+    )  # fmt: skip
+
+
+def _is_message(m: Any) -> bool:
+    return isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
 
 
 def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None = None) -> list[Problem]:

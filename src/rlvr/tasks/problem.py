@@ -31,6 +31,8 @@ class Problem:
     `answer` is the gold final answer (the text after `#### `); `solution` is the full worked
     solution in GSM8K's format (used for SFT and shown to reviewers); `steps` are its calculator
     annotations in order. `meta` holds task-specific facts (template, difficulty) as plain values.
+    `messages` is the prompt of a conversational dataset (TRL's `prompt` as a list of
+    `{"role", "content"}` messages), `None` for a plain question.
     """
 
     id: str
@@ -40,6 +42,7 @@ class Problem:
     source: str
     solution: str = ""
     meta: dict[str, str | int | float] = field(default_factory=dict)
+    messages: tuple[dict[str, str], ...] | None = None
 
     @property
     def n_steps(self) -> int:
