@@ -1,0 +1,102 @@
+"""The Python half of bench/gpu_check.sh (see there). `MODEL` names an HF folder; without weights in
+it, its architecture is initialised at random (seeded), which is what this check needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rlvr.config import load_config
+from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.models.decoding import FastDecoder, HFDecoder
+from rlvr.models.load import load_tokenizer
+from rlvr.models.sampling import _left_pad, sample
+from rlvr.tasks import PromptFormatter, load_task
+
+
+def model_folder(src: Path, work: Path) -> Path:
+    """`src` itself when it holds weights, else a copy with seeded random weights of its config."""
+    if any(src.glob("*.safetensors")):
+        return src
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src))
+    out = work / "model"
+    model.save_pretrained(out)
+    load_tokenizer(src).save_pretrained(out)
+    print(f"{src}: no weights, so {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M random parameters")
+    return out
+
+
+def decoder_check(path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    tok = load_tokenizer(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).cuda().eval()
+    fmt = PromptFormatter.create(tok)
+    prompts = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in load_task("gsm8k", "test", n=8)]
+    ids, mask = _left_pad(prompts, tok.pad_token_id)
+    ids, mask = ids.cuda(), mask.cuda()
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    worst = 0.0
+    with torch.no_grad():
+        decs = [HFDecoder(model), FastDecoder(model)]
+        logits = [d.start(ids, mask, pos, 8) for d in decs]
+        nxt = pos[:, -1] + 1
+        for _ in range(8):
+            p = [torch.softmax(x.float(), -1) for x in logits]
+            worst = max(worst, float((p[1] - p[0]).abs().max()))
+            t = logits[0].argmax(-1)
+            logits = [d.step(t, nxt) for d in decs]
+            nxt = nxt + 1
+    print(f"fast vs HF decoder on cuda, bf16, prefill + 8 steps: max |p_fast - p_hf| = {worst:.4f} (bf16 rounding)")
+    for fast in (False, True):
+        for _ in range(2):  # the first call warms the kernels up
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            c = sample(model, tok, [fmt.prompt(p) for p in load_task("gsm8k", "test", n=64)], max_new_tokens=256,
+                       temperature=1.0, stop_ids=sorted(fmt.end_ids), fast=fast)  # fmt: skip
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+        n = sum(c.lengths)
+        name = "fast" if fast else "hf"
+        print(f"sample 64 x <=256 tokens, {name} decoder: {n} tokens in {dt:.2f} s = {n / dt:.0f} tok/s")
+
+
+def grpo_steps(path: Path, work: Path, steps: int = 20) -> None:
+    cfg = load_config(TrainConfig, None, {
+        "model": str(path), "task": "gsm8k", "n_train": 512, "steps": steps, "prompts_per_step": 8, "group_size": 8,
+        "sampling": {"max_new_tokens": 256, "prompt_format": "chat"}, "objective_overrides": {"beta": 0.04},
+        "device": "cuda", "bf16": True, "threads": None, "eval_every": 0, "save_every": 0, "micro_batch_size": 64,
+        "out": str(work / "run"),
+    })  # fmt: skip
+    t0 = time.perf_counter()
+    GRPOTrainer(cfg).train()
+    rows = [json.loads(x) for x in (work / "run" / "metrics.jsonl").read_text().splitlines()]
+    late = rows[2:] or rows
+    med = lambda k: sorted(r[k] for r in late)[len(late) // 2]  # noqa: E731
+    print(
+        f"GRPO {steps} steps on cuda (8 x 8, 256 tokens, beta 0.04, bf16 autocast): {time.perf_counter() - t0:.0f} s;"
+        f" median s/step {med('time/step_s'):.2f} (generate {med('time/generate_s'):.2f}, update "
+        f"{med('time/update_s'):.2f}), {med('time/tokens_per_s'):.0f} tok/s, completion length "
+        f"{med('train/completion_len/mean'):.0f}, peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB"
+    )
+
+
+def main() -> None:
+    assert torch.cuda.is_available(), "no CUDA device"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = model_folder(Path(os.environ.get("MODEL", ".gpu/smollm2")), Path(tmp))
+        decoder_check(path)
+        grpo_steps(path, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
