@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/rlvr demo
+	$(VENV)/bin/rlvr demo $(ARGS)
 
 demo-quick: $(STAMP)
-	$(VENV)/bin/rlvr demo --quick
+	$(VENV)/bin/rlvr demo --quick $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -69,6 +69,11 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
     out = rlvr("train", "--resume", str(run))
     assert out.returncode == 0, out.stderr
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+    cfg_text = (run / "config.yaml").read_text()
+    (run / "config.yaml").write_text(cfg_text.replace("steps: 2", "steps: 14").replace("lr: 3.0e-05", "lr: 0.1"))
+    out = rlvr("train", "--resume", str(run))
+    assert out.returncode == 2 and "edited since the run started (lr, steps)" in out.stderr.replace("\n", "")
+    (run / "config.yaml").write_text(cfg_text)
 
     out = rlvr(
         "eval", "--model", str(run), "--n-problems", "3", "--n", "2", "--ks", "1,2", "--out", str(tmp_path / "ev")
@@ -76,6 +81,28 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert set(result["metrics"]) == {"pass@1", "pass@2", "maj@2", "greedy"}
+
+    # nothing already computed is lost: a failed or refused command leaves each finished folder as it was
+    before = {p: p.read_bytes() for d in (run, tmp_path / "ev", tmp_path / "base") for p in d.rglob("*") if p.is_file()}
+    refused = [
+        (["train", "--model", "/missing", "--out", str(run)], "holds a finished run"),
+        (["train", "--model", "/missing", "--out", str(tmp_path / "new")], "/missing: not a model folder"),
+        (["train", "--config", str(train_cfg), "--model", str(tmp_path / "base"), "--out", str(run)],
+         "holds a finished run"),
+        (["eval", "--model", str(run), "--out", str(tmp_path / "ev")], "holds a finished run"),
+        (["eval", "--model", "/missing", "--out", str(tmp_path / "new")], "/missing: not a model folder"),
+        (["sft", "--config", str(sft_cfg), "--out", str(tmp_path / "base")], "holds a finished run"),
+        (["sft", "--steps", "0", "--out", str(tmp_path / "new")], "field 'steps'"),
+    ]  # fmt: skip
+    for args, message in refused:
+        out = rlvr(*args)
+        assert out.returncode == 2 and message in out.stderr.replace("\n", ""), (args, out.stderr[-500:])
+    after = {p: p.read_bytes() for d in (run, tmp_path / "ev", tmp_path / "base") for p in d.rglob("*") if p.is_file()}
+    assert after == before and not (tmp_path / "new").exists()
+    out = rlvr("eval", "--model", str(run), "--n-problems", "2", "--n", "1", "--ks", "1", "--out", str(tmp_path / "ev"),
+               "--overwrite")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "ev" / "eval.json").read_text())["n_problems"] == 2
 
 
 @pytest.mark.parametrize(
@@ -86,15 +113,17 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
         (["eval", "--model", "/nonexistent"], "/nonexistent: not a model folder"),
         (["eval", "--model", "x", "--ks", "a,b"], "--ks: expected comma-separated integers"),
         (["train", "--resume", "/nonexistent"], "not a run folder"),
+        (["train", "--resume", "/nonexistent", "--steps", "14", "--lr", "0.1"], "remove steps, lr"),
         (["train", "--prompt-format", "xml"], "<flags>: field 'sampling.prompt_format'"),
         (["eval", "--model", "x", "--max-new-tokens", "0"], "<flags>: field 'sampling.max_new_tokens'"),
         (["models", "import-gguf", "/nonexistent.gguf", "--out", "/tmp/rlvr-never"], "/nonexistent.gguf"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
-    out = rlvr(*args)
+def test_bad_input_exits_2_with_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    out = rlvr(*args, cwd=tmp_path)
     assert out.returncode == 2
     assert message in out.stderr.replace("\n", "")
+    assert not any(tmp_path.iterdir())  # a refused command leaves nothing behind
 
 
 def test_bad_config_file_names_file_line_field(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ PromptFormatOpt = Annotated[
 SystemPromptOpt = Annotated[str | None, typer.Option("--system-prompt", help="System message for chat and r1.")]
 MaxNewOpt = Annotated[int | None, typer.Option("--max-new-tokens", help="Completion token limit.")]
 TemperatureOpt = Annotated[float | None, typer.Option(help="Sampling temperature.")]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace the run already in --out (refused without it).")
+]
 
 
 def fail(msg: str) -> NoReturn:
@@ -95,12 +98,17 @@ def demo(
     quick: Annotated[bool, typer.Option("--quick", help="A 1-2 minute smoke version (what CI runs).")] = False,
     out: Annotated[Path, typer.Option(help="Where the demo's runs go.")] = Path("runs/demo"),
     seed: Annotated[int, typer.Option(help="Seed for every stage.")] = 0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier demo in --out.")] = False,
 ) -> None:
     """The whole loop on the embedded default: SFT base, GRPO, evaluation on test and holdout."""
 
     from rlvr.demo import run_demo
+    from rlvr.runlog import RunFolderError
 
-    summary = run_demo(out, quick=quick, seed=seed)
+    try:
+        summary = run_demo(out, quick=quick, seed=seed, overwrite=overwrite)
+    except RunFolderError as e:
+        fail(str(e))
     _print_demo(summary)
 
 
@@ -137,6 +145,7 @@ def sft(
     prompt_format: PromptFormatOpt = None,
     system_prompt: SystemPromptOpt = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Supervised fine-tuning on gold solutions (the warm start GRPO begins from)."""
     from rlvr.config import load_config
@@ -149,7 +158,10 @@ def sft(
         "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt,
     }  # fmt: skip
     cfg = load_config(SFTConfig, config, overrides, base=dict(SFT_PRESETS.get(preset or "", {})))
-    path = run_sft(cfg, progress=_progress("sft"))
+    try:
+        path = run_sft(cfg, progress=_progress("sft"), overwrite=overwrite)
+    except ValueError as e:  # ModelLoadError, DataError, RunFolderError, PromptFormatError
+        fail(str(e))
     console.print(f"model: {path / 'model'}")
 
 
@@ -169,6 +181,7 @@ def train(
     max_new_tokens: MaxNewOpt = None,
     temperature: TemperatureOpt = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+    overwrite: OverwriteOpt = False,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder from its last checkpoint.")] = None,
 ) -> None:
     """GRPO training with verifiable rewards."""
@@ -176,22 +189,26 @@ def train(
     from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
     from rlvr.grpo.trainer import GRPOTrainer
 
+    overrides = {
+        "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
+        "out": out, "objective_overrides.beta": beta, "sampling.prompt_format": prompt_format,
+        "sampling.system_prompt": system_prompt, "sampling.max_new_tokens": max_new_tokens,
+        "sampling.temperature": temperature,
+    }  # fmt: skip
     if resume is not None:
+        given = [k for k, v in overrides.items() if v is not None] + (["--config"] if config else [])
+        given += ["--preset"] if preset else []
+        if given:  # a resumed run continues the run as it was configured; nothing is silently ignored
+            fail(f"--resume continues {resume} as configured in its config.yaml; remove {', '.join(given)}")
         if not (resume / "config.yaml").is_file():
             fail(f"{resume}: not a run folder (no config.yaml)")
         cfg = load_config(TrainConfig, resume / "config.yaml", {"out": str(resume)})
     else:
         if preset is not None and preset not in TRAIN_PRESETS:
             fail(f"unknown preset {preset!r}; known: {', '.join(TRAIN_PRESETS)}")
-        overrides = {
-            "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
-            "out": out, "objective_overrides.beta": beta, "sampling.prompt_format": prompt_format,
-            "sampling.system_prompt": system_prompt, "sampling.max_new_tokens": max_new_tokens,
-            "sampling.temperature": temperature,
-        }  # fmt: skip
         cfg = load_config(TrainConfig, config, overrides, base=dict(TRAIN_PRESETS.get(preset or "", {})))
     try:
-        trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"))
+        trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"), overwrite=overwrite)
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     path = trainer.train()
@@ -213,11 +230,13 @@ def eval_(
     system_prompt: SystemPromptOpt = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
+    overwrite: OverwriteOpt = False,
 ) -> None:
     """Evaluate a model: pass@1, pass@k, maj@k and greedy accuracy with token budgets and CIs."""
     from rlvr.config import load_config
     from rlvr.evaluate.evaluation import EvalConfig, run_eval
     from rlvr.models.load import ModelLoadError
+    from rlvr.runlog import RunFolderError
     from rlvr.tasks import DataError, PromptFormatError
 
     try:
@@ -231,8 +250,8 @@ def eval_(
     }  # fmt: skip
     cfg = load_config(EvalConfig, config, overrides)
     try:
-        path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"))
-    except (ModelLoadError, DataError, PromptFormatError) as e:
+        path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"), overwrite=overwrite)
+    except (ModelLoadError, DataError, PromptFormatError, RunFolderError) as e:
         fail(str(e))
     _print_eval(path)
 

@@ -12,6 +12,7 @@ Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run fol
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
 from rlvr.grpo.trainer import GRPOTrainer
+from rlvr.runlog import RunFolderError, check_out
 
 __all__ = ["DemoPlan", "PLANS", "run_demo"]
 
@@ -67,11 +69,22 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
     return path
 
 
-def run_demo(out: Path, *, quick: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Run every stage into `out`; returns the summary (also written to `out/summary.json`)."""
+def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> dict[str, Any]:
+    """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
+    that holds an earlier demo is refused unless `overwrite`, which replaces it."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     plan = PLANS["quick" if quick else "full"]
+    earlier = [p for p in ("summary.json", "base", "grpo", "evals") if (out / p).exists()]
+    if earlier and not overwrite:
+        raise RunFolderError(f"{out}: holds an earlier demo ({', '.join(earlier)}); `rlvr demo --overwrite` "
+                             "replaces it, `--out DIR` writes elsewhere")  # fmt: skip
+    check_out(out, overwrite=True)  # writable
+    for p in earlier:
+        if (out / p).is_dir():
+            shutil.rmtree(out / p)
+        else:
+            (out / p).unlink()
     out.mkdir(parents=True, exist_ok=True)
     cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*cols) as progress:

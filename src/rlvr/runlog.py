@@ -15,6 +15,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from pydantic import BaseModel
 
 from rlvr.config import dump_config
 
-__all__ = ["RunDir", "package_versions", "git_commit", "read_jsonl"]
+__all__ = ["RunDir", "RunFolderError", "check_out", "check_resume", "package_versions", "git_commit", "read_jsonl"]
 
 _PACKAGES = ("rlvr", "torch", "transformers", "tokenizers", "numpy", "scipy", "pydantic", "peft", "trl")
 
@@ -85,16 +86,77 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-class RunDir:
-    """A run folder being written. Creating it writes `config.yaml` and `manifest.json`."""
+class RunFolderError(ValueError):
+    """`--out` cannot take a new run: it holds one already, or it cannot be written."""
 
-    def __init__(self, path: str | Path, config: BaseModel, *, command: str, resume: bool = False) -> None:
-        self.path = Path(path)
+
+def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False, resumable: bool = False) -> None:
+    """Refuse, before any work, a run folder that would lose what it holds or cannot be written: a
+    folder with a run in it (unless `overwrite` or `resume`), or one under a read-only parent."""
+    p = Path(path)
+    manifest = p / "manifest.json"
+    if not resume and not overwrite and manifest.is_file():
+        try:
+            finished = bool(json.loads(manifest.read_text()).get("finished"))
+        except (OSError, ValueError):
+            finished = False
+        what = (
+            "a finished run" if finished else "an unfinished run" + (" (resume it with --resume)" if resumable else "")
+        )
+        raise RunFolderError(f"{p}: holds {what}; give another --out, or --overwrite to replace it")
+    existing = next(q for q in (p, *p.parents) if q.exists())
+    if not os.access(existing, os.W_OK):
+        raise RunFolderError(f"{existing}: not writable, so {p} cannot hold a run")
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def check_resume(path: str | Path, config: BaseModel) -> None:
+    """Refuse to resume a run whose config.yaml was edited after it started: the keys that differ
+    from the config recorded in its manifest (`out` may differ: a moved folder)."""
+    manifest = Path(path) / "manifest.json"
+    try:
+        recorded = json.loads(manifest.read_text()).get("config")
+    except (OSError, ValueError) as e:
+        raise RunFolderError(f"{manifest}: cannot read the run's manifest ({e})") from None
+    if recorded is None:
+        return  # a run from before configs were recorded
+    now, then = _flat(config.model_dump(mode="json")), _flat(recorded)
+    changed = sorted(k for k in now.keys() | then.keys() if k != "out" and now.get(k) != then.get(k))
+    if changed:
+        raise RunFolderError(
+            f"{Path(path) / 'config.yaml'}: edited since the run started ({', '.join(changed)}); "
+            "restore it, or start a new run from it with --config and another --out"
+        )
+
+
+class RunDir:
+    """A run folder being written. Creating it writes `config.yaml` and `manifest.json`. With
+    `write=False` (a data-parallel rank other than 0) nothing is written: rank 0 owns the folder."""
+
+    def __init__(
+        self, path: str | Path, config: BaseModel, *, command: str, resume: bool = False, write: bool = True,
+        overwrite: bool = False,
+    ) -> None:  # fmt: skip
+        self.path, self.writes = Path(path), write
+        self.started = time.time()
+        self.manifest: dict[str, Any] = {}
+        if not write:
+            return
+        check_out(self.path, resume=resume, overwrite=overwrite)
+        if overwrite and not resume and (self.path / "manifest.json").is_file():
+            shutil.rmtree(self.path)  # asked for; the inputs were checked before this point
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "samples").mkdir(exist_ok=True)
-        self.started = time.time()
         dump_config(config, self.path / "config.yaml")
-        self.manifest: dict[str, Any] = {
+        self.manifest = {
             "command": command,
             "argv": sys.argv,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -103,11 +165,13 @@ class RunDir:
             "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
             "seeds": {},
             "data": {},
+            "config": config.model_dump(mode="json"),
         }
         if resume and (self.path / "manifest.json").exists():
             old = json.loads((self.path / "manifest.json").read_text())
             self.manifest["seeds"] = old.get("seeds", {})
             self.manifest["data"] = old.get("data", {})
+            self.manifest["config"] = old.get("config", self.manifest["config"])
             self.manifest["resumed_from"] = old.get("created")
         elif not resume:
             (self.path / "metrics.jsonl").write_text("")
@@ -116,12 +180,16 @@ class RunDir:
     def write_manifest(self, **updates: Any) -> None:
         """Merge `updates` into the manifest and rewrite it atomically."""
         self.manifest.update(updates)
+        if not self.writes:
+            return
         tmp = self.path / "manifest.json.tmp"
         tmp.write_text(json.dumps(_clean(self.manifest), indent=2))
         tmp.replace(self.path / "manifest.json")
 
     def log(self, metrics: dict[str, Any]) -> None:
         """Append one step's metrics to metrics.jsonl (flushed, so a crash loses nothing logged)."""
+        if not self.writes:
+            return
         with (self.path / "metrics.jsonl").open("a") as fh:
             fh.write(json.dumps(_clean(metrics)) + "\n")
 

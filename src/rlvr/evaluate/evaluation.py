@@ -26,8 +26,8 @@ from rlvr.evaluate.plots import write_eval_plots
 from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.load import load_model, load_tokenizer
-from rlvr.runlog import RunDir
-from rlvr.tasks import Problem, PromptFormatter, load_task, problems_hash
+from rlvr.runlog import RunDir, check_out
+from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval", "resolve_model_path"]
 
@@ -145,19 +145,24 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None) -> Path:
-    """Evaluate and write the run folder; returns its path. Pass `model`/`tok` to skip loading."""
+def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite: bool = False) -> Path:
+    """Evaluate and write the run folder; returns its path. Pass `model`/`tok` to skip loading.
+    Inputs are checked before the folder is touched; a folder holding a run is refused unless
+    `overwrite`."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    run = RunDir(cfg.out, cfg, command="eval")
+    check_out(cfg.out, overwrite=overwrite)
     path = resolve_model_path(cfg.model)
     if model is None:
         tok, model = load_tokenizer(path), load_model(path, dtype=cfg.dtype, device=cfg.device)
     # evaluation may read the private holdout; training and selection never can (HoldoutError)
     problems = load_task(cfg.task, cfg.split, n=cfg.n_problems, seed=cfg.seed, preset=cfg.preset, allow_holdout=True)
+    if not problems:
+        raise DataError(f"{cfg.task}: no problems in split {cfg.split!r}")
     data_hash = problems_hash(problems)
     s = cfg.sampling
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
+    run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
     run.write_manifest(
         seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}},
         prompt_format=fmt.fmt,

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from rlvr.grpo import objective as obj
+from rlvr.grpo.distributed import Dist
 from rlvr.grpo.presets import ObjectiveConfig
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.models.sampling import encode_prompts, sample_with
@@ -65,17 +66,41 @@ def _group_ok(total: torch.Tensor, g: int) -> torch.Tensor:
     return (valid.sum(1) >= 2) & (hi > lo)
 
 
-def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen):
-    """One sampling round: G completions per problem, scored and shaped, cut into groups.
-    Returns (groups, ok (n,) bool: the group carries signal, generation seconds, Scored)."""
-    g, max_new = cfg.group_size, cfg.sampling.max_new_tokens
+@dataclass
+class _RoundStats:
+    seconds: float  # reward scoring
+    errors: dict[str, int]  # per reward: completions its call left unscored
+
+
+def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen,
+                  dist: Dist = Dist()):  # fmt: skip
+    """One sampling round: G completions per problem, scored and shaped, cut into groups; each rank
+    samples and scores its block of the groups and every rank gets them all (`rlvr.grpo.distributed`).
+    Returns (groups, ok (n,) bool: the group carries signal, generation seconds, _RoundStats)."""
+    g, block = cfg.group_size, dist.block(len(probs))
+    mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
-    comp = sample_with(
-        model, tok, [fmt.prompt(p) for p in probs], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
+    comp = sample_with(  # called on every rank, even with no rows, so the sampling streams stay in step
+        model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
         bf16=cfg.bf16, entropy=True, fast=None if cfg.fast_decoder else False,
+        row_offset=block.start * g, total_rows=len(probs) * g,
     )  # fmt: skip
     t_gen = time.perf_counter() - t0
-    assert comp.entropy is not None  # asked for above
+    groups, stats = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else ([], _RoundStats(0.0, {}))
+    if dist.world > 1:
+        parts = dist.gather((groups, stats))
+        groups = [gr for part, _ in parts for gr in part]
+        names = {k for _, st in parts for k in st.errors}
+        errors = {k: sum(st.errors.get(k, 0) for _, st in parts) for k in names}
+        stats = _RoundStats(max(st.seconds for _, st in parts), errors)
+    total = torch.cat([gr["total"] for gr in groups])
+    return groups, _group_ok(total, g), t_gen, stats
+
+
+def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunner, cfg, ocfg):
+    """Score sampled completions and cut them into per-problem groups."""
+    g, max_new = cfg.group_size, cfg.sampling.max_new_tokens
+    assert comp.entropy is not None  # asked for by the caller
     # TRL passes completions as messages when the prompt was conversational
     texts: list[Any] = [
         [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
@@ -99,7 +124,7 @@ def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner
                 "total": total[j * g : (j + 1) * g],
             }
         )
-    return groups, _group_ok(total, g), t_gen, scored
+    return groups, _RoundStats(scored.seconds, dict(scored.errors))
 
 
 def collect(
@@ -112,8 +137,10 @@ def collect(
     ocfg: ObjectiveConfig,
     advantage_fn,
     gen: torch.Generator,
+    dist: Dist = Dist(),
 ) -> Rollout:
-    """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig."""
+    """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig. With several
+    ranks every rank returns the same, whole rollout."""
     p_need, g = cfg.prompts_per_step, cfg.group_size
     kept: list[dict[str, Any]] = []
     spare: list[dict[str, Any]] = []
@@ -124,7 +151,7 @@ def collect(
         n_req = p_need - len(kept)
         if ocfg.dynamic_sampling and cfg.gen_batch_prompts:
             n_req = max(n_req, cfg.gen_batch_prompts)
-        groups, ok, seconds, scored = _sample_round(model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen)
+        groups, ok, seconds, scored = _sample_round(model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen, dist)
         t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
             errors[name] += count

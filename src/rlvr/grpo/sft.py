@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+from pydantic import Field
 
 from rlvr.config import SamplingConfig, StrictModel
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
-from rlvr.runlog import RunDir
-from rlvr.tasks import PromptFormatter, format_prompt, format_target, load_task, problems_hash
+from rlvr.runlog import RunDir, check_out
+from rlvr.tasks import DataError, PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
 
@@ -36,7 +37,7 @@ class SFTConfig(StrictModel):
     task: str = "arith"
     preset: str = "easy"
     n_train: int = 20000
-    steps: int = 400
+    steps: int = Field(400, ge=1)
     batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 20
@@ -67,13 +68,16 @@ def _lr_lambda(warmup: int, total: int):
     return f
 
 
-def run_sft(cfg: SFTConfig, *, progress=None) -> Path:
-    """Train and return the run folder; the model is saved to `RUN/model/`."""
+def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
+    """Train and return the run folder; the model is saved to `RUN/model/`. Inputs are checked
+    before the folder is touched; a folder holding a run is refused unless `overwrite`."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    run = RunDir(cfg.out, cfg, command="sft")
+    check_out(cfg.out, overwrite=overwrite)
     problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+    if not problems:
+        raise DataError(f"{cfg.task}: no training problems")
     if cfg.model == "tiny":  # the embedded model's vocabulary is built from its plain-format text
         tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
         model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
@@ -82,6 +86,7 @@ def run_sft(cfg: SFTConfig, *, progress=None) -> Path:
         tok, model = load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     model.to(cfg.device).train()
+    run = RunDir(cfg.out, cfg, command="sft", overwrite=overwrite)
     run.write_manifest(
         seeds={"sft": cfg.seed},
         data={"train": {"task": cfg.task, "n": len(problems), "hash": problems_hash(problems)}},

@@ -13,7 +13,9 @@ import functools
 import json
 import math
 import random
+import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +27,14 @@ from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import sample_and_score
 from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast
-from rlvr.runlog import RunDir, read_jsonl
-from rlvr.tasks import Problem, PromptFormatter, load_task, problems_hash
+from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl
+from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 from rlvr.verify import verify_answer
 
 __all__ = ["GRPOTrainer"]
@@ -39,20 +42,26 @@ __all__ = ["GRPOTrainer"]
 
 class GRPOTrainer:
     def __init__(
-        self, cfg: TrainConfig, *, resume: bool = False, progress=None, extra_rewards: dict[str, Any] | None = None
-    ) -> None:
+        self, cfg: TrainConfig, *, resume: bool = False, progress=None, extra_rewards: dict[str, Any] | None = None,
+        overwrite: bool = False,
+    ) -> None:  # fmt: skip
         """`extra_rewards` adds reward callables (TRL convention, weight 1) that a config cannot name,
-        e.g. sandboxed candidates in reward search; they are scored after `cfg.rewards`."""
+        e.g. sandboxed candidates in reward search; they are scored after `cfg.rewards`. Every input
+        is checked before the run folder is touched; a folder holding a run is refused unless
+        `overwrite` (or `resume`)."""
         self.cfg, self.ocfg, self.progress = cfg, cfg.resolved_objective(), progress
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
-        self.run = RunDir(cfg.out, cfg, command="train", resume=resume)
+        self.dist, self.device = init_distributed(cfg.device)  # one process unless torchrun started several
+        check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True)
+        if resume:
+            check_resume(cfg.out, cfg)
         self.model_path = resolve_model_path(cfg.model)
         self.tok = load_tokenizer(self.model_path)
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
-        self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=cfg.device))
+        self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         # variants resolved once: the loop below calls plain functions
         self.advantage_fn = functools.partial(obj.resolve_advantage(self.ocfg.advantage_scale), eps=1e-4)
@@ -60,10 +69,13 @@ class GRPOTrainer:
         self.kl_fn = obj.resolve_kl(self.ocfg.kl_estimator)
         self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
         self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
+        if not self.problems:
+            raise DataError(f"{cfg.task}: no training problems")
         self.runner = RewardRunner(cfg.rewards, cfg.reward_timeout_s, extra=extra_rewards)
         self.opt, self.sched = self._build_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.step, self.cursor = 0, 0
+        self.run = RunDir(cfg.out, cfg, command="train", resume=resume, write=self.dist.main, overwrite=overwrite)
         self.run.write_manifest(
             seeds={"train": cfg.seed, "sampling": cfg.seed, "data_order": cfg.seed},
             data={
@@ -73,6 +85,7 @@ class GRPOTrainer:
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.__dict__,
             prompt_format=self.fmt.fmt,
+            world_size=self.dist.world,
         )
         if resume:
             self._load_latest()
@@ -175,7 +188,7 @@ class GRPOTrainer:
             if self.ocfg.mask_truncated:
                 keep = torch.tensor([not ro.truncated[i] for i in idx], dtype=batch.mask.dtype)
                 batch.mask = batch.mask * keep[:, None]
-            out.append((torch.tensor(idx), batch.to(self.cfg.device)))
+            out.append((torch.tensor(idx), batch.to(self.device)))
         return out
 
     def update(self, ro: Rollout) -> dict[str, float]:
@@ -185,11 +198,14 @@ class GRPOTrainer:
         zero policy gradient, so when there is no KL term they are not run at all; they still count in
         the loss normalisers, and when nothing runs the parameters get a zero gradient, so AdamW takes
         the same step as if every row had been computed."""
-        adv = ro.advantages.to(self.cfg.device)
+        adv = ro.advantages.to(self.device)
         active = self._counted(ro)
         n_tok = max(1, sum(len(ro.tokens[i]) for i in active))
         n_seq = sum(1 for i in active if len(ro.tokens[i]) > 0)
         norm = {"max_len": self.cfg.sampling.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        g = self.cfg.group_size
+        mine = self.dist.block(len(ro.tokens) // g)  # this rank's groups; the normalisers above are global
+        active = [i for i in active if i // g in mine]
         rows = active if self.ocfg.beta > 0 else [i for i in active if float(ro.advantages[i]) != 0.0]
         mbs = self._micro_batches(ro, rows) if rows else []
         ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
@@ -225,11 +241,14 @@ class GRPOTrainer:
             if not mbs:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
                 for p in params:
                     p.grad = torch.zeros_like(p)
+            self.dist.sum_grads(params)  # each rank's loss is its share of the global loss
             acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
             self.opt.step()
         self.sched.step()
         acc["lr"] = self.sched.get_last_lr()[0]
-        if not mbs:
+        if self.dist.world > 1:
+            acc = merge_update_stats(self.dist.gather((acc, seen)))
+        if "loss" not in acc:  # no rank ran anything
             acc.update(loss=0.0, ratio_min=1.0, ratio_max=1.0, ratio_mean=1.0, clip_frac=0.0)
             acc.update(clip_frac_low=0.0, clip_frac_high=0.0)
         lengths = torch.tensor([len(t) for t in ro.tokens], dtype=torch.float64)
@@ -320,12 +339,14 @@ class GRPOTrainer:
             self.ocfg,
             self.advantage_fn,
             self.gen,
+            self.dist,
         )
         t1 = time.perf_counter()
         loss_stats = self.update(ro)
         t2 = time.perf_counter()
         self.step += 1
-        self._write_samples(ro)
+        if self.dist.main:
+            self._write_samples(ro)
         gen_tokens = sum(len(t) for t in ro.tokens)
         row: dict[str, float] = {"step": self.step, **self._rollout_metrics(ro)}
         row.update({f"train/{k}": v for k, v in loss_stats.items()})
@@ -338,22 +359,25 @@ class GRPOTrainer:
                 "time/tokens_per_s": gen_tokens / (t2 - t0),
             }
         )
-        if self.cfg.eval_every and self.step % self.cfg.eval_every == 0:
-            row.update(self.evaluate())
+        if self.cfg.eval_every and self.step % self.cfg.eval_every == 0 and self.dist.main:
+            row.update(self.evaluate())  # the other ranks wait for rank 0 at the next collective
         return row
 
     def train(self) -> Path:
         while self.step < self.cfg.steps:
             row = self.train_step()
             self.run.log(row)
-            if self.progress is not None:
+            if self.progress is not None and self.dist.main:
                 self.progress(self.step, self.cfg.steps, row)
             if self.cfg.save_every and self.step % self.cfg.save_every == 0 and self.step < self.cfg.steps:
                 self.save_checkpoint()
         self.save_checkpoint()
-        self._save_final()
+        if self.dist.main:
+            self._save_final()
         self.runner.close()
         self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
+        self.dist.barrier()
+        self.dist.close()
         return self.run.path
 
     def _save_final(self) -> None:
@@ -363,10 +387,20 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
+        """Write `checkpoints/step-N/` atomically (a temporary folder renamed into place; rank 0 only,
+        the other ranks wait for it)."""
         ck = self.run.path / "checkpoints" / f"step-{self.step:06d}"
-        ck.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(ck)
-        self.tok.save_pretrained(ck)
+        if self.dist.main:
+            self._write_checkpoint(ck)
+        self.dist.barrier()
+        return ck
+
+    def _write_checkpoint(self, ck: Path) -> None:
+        tmp = ck.with_name(ck.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.model.save_pretrained(tmp)
+        self.tok.save_pretrained(tmp)
         state = {
             "step": self.step,
             "cursor": self.cursor,
@@ -375,28 +409,50 @@ class GRPOTrainer:
             "sampling_rng": self.gen.get_state(),
             "torch_rng": torch.get_rng_state(),
         }
-        torch.save(state, ck / "trainer_state.pt")
-        return ck
+        torch.save(state, tmp / "trainer_state.pt")
+        if ck.exists():  # a rerun of the same step after a resume
+            shutil.rmtree(ck)
+        tmp.rename(ck)
+
+    def _checkpoints(self) -> list[Path]:
+        """Finished checkpoints, newest first (a `.tmp` folder is an interrupted write)."""
+        folders = (self.run.path / "checkpoints").glob("step-*")
+        done = [f for f in folders if f.name[5:].isdigit() and (f / "trainer_state.pt").is_file()]
+        return sorted(done, reverse=True)
 
     def _load_latest(self) -> None:
-        cks = sorted((self.run.path / "checkpoints").glob("step-*/trainer_state.pt"))
-        if not cks:
-            raise FileNotFoundError(f"{self.run.path}: no checkpoint to resume from (checkpoints/step-*/)")
-        ck = cks[-1].parent
-        if self.cfg.lora is None:
-            self.model = load_model(ck, dtype=self.cfg.dtype, device=self.cfg.device).train()
+        """Resume from the newest checkpoint that loads; a torn one is skipped with a warning."""
+        for ck in self._checkpoints():
+            try:
+                state = torch.load(ck / "trainer_state.pt", weights_only=False)
+                self._load_weights(ck)
+                break
+            except Exception as e:  # a torn or truncated file (disk full, killed mid-write)
+                warnings.warn(
+                    f"{ck}: unreadable checkpoint ({type(e).__name__}: {e}); trying the one before", stacklevel=2
+                )
         else:
-            from peft import PeftModel
-
-            base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.cfg.device)
-            self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
+            raise FileNotFoundError(f"{self.run.path}: no checkpoint to resume from (checkpoints/step-*/)")
         self.opt, self.sched = self._build_optimizer()
-        state = torch.load(ck / "trainer_state.pt", weights_only=False)
         self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
         self.gen.set_state(state["sampling_rng"])
         torch.set_rng_state(state["torch_rng"])
         self.step, self.cursor = state["step"], state["cursor"]
+        if self.dist.main:
+            self._truncate_logs()
+
+    def _load_weights(self, ck: Path) -> None:
+        if self.cfg.lora is None:
+            self.model = load_model(ck, dtype=self.cfg.dtype, device=self.device).train()
+        else:
+            from peft import PeftModel
+
+            base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.device)
+            self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
+
+    def _truncate_logs(self) -> None:
+        """Drop what was logged after the checkpoint the run resumes from."""
         rows = [r for r in read_jsonl(self.run.path / "metrics.jsonl") if r.get("step", 0) <= self.step]
         (self.run.path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         samples = self.run.path / "samples" / "train.jsonl"

@@ -177,6 +177,8 @@ def sample(
     bf16: bool = False,
     fast: bool | None = None,
     entropy: bool = False,
+    row_offset: int = 0,
+    total_rows: int | None = None,
 ) -> Completions:
     """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
 
@@ -190,6 +192,10 @@ def sample(
     decoder (`rlvr.models.decoding`): None uses the fast one when the architecture is supported.
     `entropy=True` also returns each completion's mean per-token entropy of the distribution its
     tokens were drawn from (softmax(logits / T), before top-k and top-p).
+
+    `row_offset` and `total_rows` place these prompts' rows inside a larger call: a data-parallel
+    rank that samples its block of a global batch draws exactly the tokens the one-process call
+    over the whole batch draws for those rows (the uniforms depend on the global row index only).
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
@@ -209,10 +215,10 @@ def sample(
             rows = order[start : start + chunk_size]
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
-                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)),
+                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)) + row_offset,
                     max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
-                    stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base, total=len(order), device=device,
-                    entropy=entropy,
+                    stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base, total=total_rows or len(order),
+                    device=device, entropy=entropy,
                 )  # fmt: skip
             tokens += toks
             truncated += trunc

@@ -1,0 +1,127 @@
+"""Data-parallel GRPO over torch.distributed: `torchrun --nproc-per-node N -m rlvr train ...` (or
+`accelerate launch -m rlvr train ...`; both set RANK, WORLD_SIZE, LOCAL_RANK and the rendezvous).
+
+How a step is split so that N ranks train exactly like one process with the same global batch:
+
+- Every rank draws the same problems (same seed, same cursor) and samples only its contiguous block
+  of each round's groups, with the uniforms of those rows in the one-process call
+  (`sample(row_offset=..., total_rows=...)`), so its completions are the ones a single process
+  would draw for them.
+- The scored groups are gathered (`all_gather_object`: token ids, texts, rewards), so every rank
+  holds the whole rollout: dynamic sampling's keep/refill decisions, advantages (group, batch or
+  none) and the loss normalisers (global token and sequence counts) are the one-process ones.
+- Each rank runs the update on its block of the kept groups; the gradients are summed with one
+  `all_reduce` per optimiser step (each rank's loss is already its share of the global loss), so
+  every rank takes the same AdamW step and the replicas stay identical without DDP's hooks.
+- Rank 0 alone writes the run folder, metrics, samples, checkpoints and the final model; the others
+  wait at a barrier. A resume loads the same checkpoint on every rank.
+
+gloo on CPU (what the tests use), nccl on CUDA (`device: cuda` puts rank r on `cuda:LOCAL_RANK`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = ["Dist", "init_distributed", "merge_update_stats"]
+
+_TOKEN_WEIGHTED = ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl")
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place in the data-parallel group (rank 0 of 1 when not launched by torchrun)."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def block(self, n: int, rank: int | None = None) -> range:
+        """The contiguous share of n items that `rank` (default: this one) handles.
+
+        >>> [list(Dist(r, 2).block(5)) for r in range(2)]
+        [[0, 1], [2, 3, 4]]
+        """
+        r = self.rank if rank is None else rank
+        return range(r * n // self.world, (r + 1) * n // self.world)
+
+    def gather(self, obj: Any) -> list[Any]:
+        """Every rank's `obj`, in rank order (picklable objects; `[obj]` in one process)."""
+        if self.world == 1:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out
+
+    def sum_grads(self, params: list[torch.nn.Parameter]) -> None:
+        """Sum the gradients over ranks (a parameter without one contributes zeros)."""
+        if self.world == 1:
+            return
+        grads = []
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            grads.append(p.grad)
+        flat = torch.cat([g.reshape(-1) for g in grads])  # one collective per step
+        torch.distributed.all_reduce(flat)
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def close(self) -> None:
+        if self.world > 1 and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
+def merge_update_stats(parts: list[tuple[dict[str, float], float]]) -> dict[str, float]:
+    """One step's update statistics over ranks, from each rank's (stats, tokens it ran): losses and
+    row shares add up, token averages are weighted by tokens, ratio extremes over the ranks that ran.
+
+    >>> merge_update_stats([({"loss": 1.0, "clip_frac": 0.5, "ratio_min": 0.9, "ratio_max": 1.1,
+    ...                       "update_rows_frac": 0.25, "grad_norm": 2.0, "lr": 0.1}, 30.0),
+    ...                      ({"update_rows_frac": 0.0, "grad_norm": 2.0, "lr": 0.1}, 0.0)])["clip_frac"]
+    0.5
+    """
+    ran = [(st, n) for st, n in parts if n > 0]
+    out = dict(parts[0][0])  # grad_norm and lr are the same on every rank (summed gradients)
+    out["update_rows_frac"] = sum(st.get("update_rows_frac", 0.0) for st, _ in parts)
+    if not ran:
+        for k in ("loss", "ratio_min", "ratio_max", *_TOKEN_WEIGHTED):
+            out.pop(k, None)
+        return out
+    total = sum(n for _, n in ran)
+    out["loss"] = sum(st.get("loss", 0.0) for st, _ in parts)
+    out["ratio_min"] = min(st["ratio_min"] for st, _ in ran)
+    out["ratio_max"] = max(st["ratio_max"] for st, _ in ran)
+    for k in _TOKEN_WEIGHTED:
+        if any(k in st for st, _ in ran):
+            out[k] = sum(st.get(k, 0.0) * n for st, n in ran) / total
+    return out
+
+
+def init_distributed(device: str) -> tuple[Dist, str]:
+    """Join the process group that torchrun/accelerate set up in the environment, if any. Returns the
+    rank's place and its device (`cuda` becomes `cuda:LOCAL_RANK`)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Dist(), device
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = device.startswith("cuda")
+    if cuda:
+        device = f"cuda:{local}"
+        torch.cuda.set_device(device)
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
+    return Dist(rank, world), device

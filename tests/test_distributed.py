@@ -1,0 +1,109 @@
+"""Data-parallel training with 2 CPU ranks on gloo (`torchrun --nproc-per-node 2 -m rlvr train`):
+the weights after 2 steps equal one process's at the same global batch, for every aggregation and
+with dynamic sampling; rank 0 alone writes the run folder; a resumed 2-rank run reproduces the
+uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from rlvr.config import load_config
+from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.trainer import GRPOTrainer
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _config(tmp: Path, model: Path, out: str, **kw) -> Path:
+    cfg = {
+        "model": str(model), "n_train": 32, "steps": 2, "prompts_per_step": 4, "group_size": 4,
+        "sampling": {"max_new_tokens": 10}, "lr": 1e-3, "threads": 1, "eval_every": 0, "save_every": 0,
+        "micro_batch_size": 8, "out": str(tmp / out), **kw,
+    }  # fmt: skip
+    path = tmp / f"{out}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _torchrun(*args: str) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "rlvr",
+        "train",
+    ]
+    r = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=600, env=ENV)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def _weights(run: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(run / "model" / "model.safetensors")
+
+
+def _metrics(run: Path) -> list[dict]:
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+def _assert_same(a: Path, b: Path) -> None:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], atol=1e-5, rtol=0, msg=k)
+    ma, mb = _metrics(a), _metrics(b)
+    assert [r["step"] for r in mb] == [r["step"] for r in ma]
+    for ra, rb in zip(ma, mb, strict=True):
+        for k in ("reward/outcome/mean", "train/accuracy", "train/completion_len/mean", "train/zero_std_frac"):
+            assert rb[k] == pytest.approx(ra[k], nan_ok=True), k
+        assert rb["train/loss"] == pytest.approx(ra["train/loss"], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "objective",
+    [
+        {"aggregation": "token_mean", "beta": 0.0},
+        {"aggregation": "seq_mean_token_mean", "beta": 0.04},
+        pytest.param(
+            {"aggregation": "seq_mean_token_sum_norm", "beta": 0.0, "advantage_scale": "batch"}, marks=pytest.mark.slow
+        ),
+        pytest.param({"aggregation": "token_mean", "beta": 0.0, "dynamic_sampling": True}, marks=pytest.mark.slow),
+    ],
+    ids=["token_mean", "seq_mean_token_mean-kl", "seq_mean_token_sum_norm-batch", "dynamic_sampling"],
+)
+def test_two_ranks_equal_one_process_at_the_same_global_batch(tmp_path, tiny_model_dir, objective) -> None:
+    one = _config(tmp_path, tiny_model_dir, "one", objective_overrides=objective)
+    GRPOTrainer(load_config(TrainConfig, one)).train()
+    two = _config(tmp_path, tiny_model_dir, "two", objective_overrides=objective)
+    _torchrun("--config", str(two))
+    _assert_same(tmp_path / "one", tmp_path / "two")
+    manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
+    assert manifest["world_size"] == 2 and manifest["finished"]
+    rows = (tmp_path / "two" / "samples" / "train.jsonl").read_text().splitlines()
+    assert len(rows) == 2 * 4 * 4  # written once (rank 0), every completion of both ranks
+
+
+def test_resume_with_two_ranks_reproduces_the_uninterrupted_run(tmp_path, tiny_model_dir) -> None:
+    full = _config(tmp_path, tiny_model_dir, "full", steps=4, save_every=2)
+    _torchrun("--config", str(full))
+    cut = tmp_path / "cut"  # the run as it stood when killed after the step-2 checkpoint
+    shutil.copytree(tmp_path / "full", cut)
+    shutil.rmtree(cut / "checkpoints" / "step-000004")
+    shutil.rmtree(cut / "model")
+    _torchrun("--resume", str(cut))
+    _assert_same(tmp_path / "full", cut)
