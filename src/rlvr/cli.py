@@ -39,6 +39,9 @@ PromptFormatOpt = Annotated[
 SystemPromptOpt = Annotated[str | None, typer.Option("--system-prompt", help="System message for chat and r1.")]
 MaxNewOpt = Annotated[int | None, typer.Option("--max-new-tokens", help="Completion token limit.")]
 TemperatureOpt = Annotated[float | None, typer.Option(help="Sampling temperature.")]
+EngineOpt = Annotated[
+    str | None, typer.Option("--engine", help="Sampling engine: auto, hf, fast or vllm (rollout.engine).")
+]
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace the run already in --out (refused without it).")
 ]
@@ -180,6 +183,7 @@ def train(
     system_prompt: SystemPromptOpt = None,
     max_new_tokens: MaxNewOpt = None,
     temperature: TemperatureOpt = None,
+    engine: EngineOpt = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
     overwrite: OverwriteOpt = False,
     resume: Annotated[Path | None, typer.Option(help="Resume the run in this folder from its last checkpoint.")] = None,
@@ -193,7 +197,7 @@ def train(
         "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
         "out": out, "objective_overrides.beta": beta, "sampling.prompt_format": prompt_format,
         "sampling.system_prompt": system_prompt, "sampling.max_new_tokens": max_new_tokens,
-        "sampling.temperature": temperature,
+        "sampling.temperature": temperature, "rollout.engine": engine,
     }  # fmt: skip
     if resume is not None:
         given = [k for k, v in overrides.items() if v is not None] + (["--config"] if config else [])
@@ -209,7 +213,7 @@ def train(
         cfg = load_config(TrainConfig, config, overrides, base=dict(TRAIN_PRESETS.get(preset or "", {})))
     try:
         trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"), overwrite=overwrite)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, ImportError) as e:
         fail(str(e))
     path = trainer.train()
     console.print(f"run: {path}")
@@ -228,6 +232,7 @@ def eval_(
     max_new_tokens: MaxNewOpt = None,
     prompt_format: PromptFormatOpt = None,
     system_prompt: SystemPromptOpt = None,
+    engine: EngineOpt = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
     overwrite: OverwriteOpt = False,
@@ -247,11 +252,12 @@ def eval_(
         "model": model, "task": task, "split": split, "n_problems": n_problems, "n_samples": n, "ks": k_list,
         "sampling.temperature": temperature, "sampling.max_new_tokens": max_new_tokens,
         "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt, "seed": seed, "out": out,
+        "rollout.engine": engine,
     }  # fmt: skip
     cfg = load_config(EvalConfig, config, overrides)
     try:
         path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"), overwrite=overwrite)
-    except (ModelLoadError, DataError, PromptFormatError, RunFolderError) as e:
+    except (ModelLoadError, DataError, PromptFormatError, RunFolderError, ImportError, ValueError) as e:
         fail(str(e))
     _print_eval(path)
 

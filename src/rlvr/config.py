@@ -9,14 +9,22 @@ the CLI can exit 2 with that line. The resolved config is written into the run f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlvr.tasks.prompt import PromptFormat
 
-__all__ = ["ConfigError", "SamplingConfig", "StrictModel", "load_config", "dump_config", "load_yaml_mapping"]
+__all__ = [
+    "ConfigError",
+    "RolloutConfig",
+    "SamplingConfig",
+    "StrictModel",
+    "load_config",
+    "dump_config",
+    "load_yaml_mapping",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,6 +61,21 @@ class SamplingConfig(StrictModel):
         if any(not s for s in self.stop):
             raise ValueError("stop strings must be non-empty")
         return self
+
+
+class RolloutConfig(StrictModel):
+    """Which engine samples rollouts (train) and completions (eval); shared by both commands.
+
+    `auto`: vLLM on a CUDA device when it is installed, else rlvr's fast decoder where the
+    architecture allows (`rlvr.models.decoding`), else the model's own forward (`hf`). `vllm` runs an
+    in-process `vllm.LLM` beside the trainer whose weights are updated after every optimiser step
+    (`rlvr.models.vllm_engine`); the other fields are passed to it.
+    """
+
+    engine: Literal["auto", "hf", "fast", "vllm"] = "auto"
+    gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    enforce_eager: bool = True
+    max_model_len: int | None = Field(None, ge=1)
 
 
 _MOVED_TO_SAMPLING = ("max_new_tokens", "temperature", "top_p")

@@ -201,6 +201,14 @@ class RunDir:
                 fh.write(json.dumps(_clean(row), ensure_ascii=False) + "\n")
         return path
 
+    def append_samples(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """Append completions to samples/<name>.jsonl (one JSON object per line)."""
+        if not self.writes:
+            return
+        with (self.path / "samples" / f"{name}.jsonl").open("a") as fh:
+            for row in rows:
+                fh.write(json.dumps(_clean(row), ensure_ascii=False) + "\n")
+
     def write_json(self, name: str, obj: Any) -> Path:
         path = self.path / name
         path.write_text(json.dumps(_clean(obj), indent=2))

@@ -19,12 +19,13 @@ import numpy as np
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import SamplingConfig, StrictModel, moved_to_sampling
+from rlvr.config import RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
 from rlvr.evaluate.plots import write_eval_plots
 from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
+from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.runlog import RunDir, check_out
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
@@ -50,6 +51,7 @@ class EvalConfig(StrictModel):
     n_samples: int = Field(8, ge=1)
     ks: list[int] = [1, 2, 4, 8]
     sampling: SamplingConfig = SamplingConfig()
+    rollout: RolloutConfig = RolloutConfig()  # the sampling engine: auto, hf, fast or vllm
     greedy: bool = True
     plots: bool = True
     ci_resamples: int = Field(2000, ge=100)
@@ -162,6 +164,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     data_hash = problems_hash(problems)
     s = cfg.sampling
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
+    sampler = make_sampler(cfg.rollout, model, path, device=cfg.device, dtype=cfg.dtype, seed=cfg.seed)
     run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
     run.write_manifest(
         seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}},
@@ -169,12 +172,16 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     )  # fmt: skip
     t0 = time.perf_counter()
     sample_kw = functools.partial(
-        sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16
-    )
-    greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
-    if progress is not None:
-        progress("greedy done")
-    sampled = sample_kw(n=cfg.n_samples)
+        sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
+        sampler=sampler,
+    )  # fmt: skip
+    try:
+        greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
+        if progress is not None:
+            progress("greedy done")
+        sampled = sample_kw(n=cfg.n_samples)
+    finally:
+        sampler.close()
     gen_s = time.perf_counter() - t0
     summary = summarize_scores(problems, sampled, greedy, cfg)
     result = {
@@ -190,6 +197,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
         "top_k": s.top_k,
         "max_new_tokens": s.max_new_tokens,
         "prompt_format": fmt.fmt,
+        "engine": sampler.engine,
         "truncated_frac": float(sampled.truncated.mean()),
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
         "tokens_per_sample": float(sampled.tokens.mean()),

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlvr.config import SamplingConfig
-from rlvr.models.sampling import sample_with
+from rlvr.models.decoding import fast_decoder_supported
+from rlvr.models.engines import Sampler
 from rlvr.tasks import Problem, PromptFormatter
 from rlvr.verify import verify_answer
 
@@ -40,10 +41,13 @@ def sample_and_score(
     temperature: float | None = None,
     chunk_size: int = 128,
     bf16: bool = False,
+    sampler: Sampler | None = None,
 ) -> Scored:
     """Sample `n` completions per problem with `sampling` (`temperature` overrides its temperature;
-    0 decodes greedily), prompted by `formatter`, and verify each."""
-    comp = sample_with(
+    0 decodes greedily), prompted by `formatter`, through `sampler` (default: rlvr's fast decoder
+    where the architecture allows, else the model's forward), and verify each."""
+    sampler = sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")
+    comp = sampler.sample(
         model, tok, [formatter.prompt(p) for p in problems], n, sampling, end_ids=sorted(formatter.end_ids),
         temperature=temperature, seed=seed, chunk_size=chunk_size, bf16=bf16,
     )  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import SamplingConfig, StrictModel, moved_to_sampling
+from rlvr.config import RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
 from rlvr.grpo.presets import PRESETS, ObjectiveConfig
 from rlvr.rewards import RewardSpec
 
@@ -29,6 +29,8 @@ class ObjectiveOverrides(StrictModel):
     overlong_buffer: int | None = None
     overlong_penalty: float | None = None
     mask_truncated: bool | None = None
+    rollout_correction: Literal["none", "token", "sequence", "token_mask", "sequence_mask"] | None = None
+    rollout_correction_cap: float | None = Field(None, ge=1)
 
 
 class LoraSettings(StrictModel):
@@ -73,7 +75,7 @@ class TrainConfig(StrictModel):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
-    fast_decoder: bool = True  # rollouts with rlvr.models.decoding.FastDecoder where the architecture allows
+    rollout: RolloutConfig = RolloutConfig()
     out: str = "runs/grpo"
 
     _moved = model_validator(mode="before")(moved_to_sampling)

@@ -349,8 +349,11 @@ def policy_loss(
     max_len: int | None = None,
     n_tokens_global: Count | None = None,
     n_seqs_global: Count | None = None,
+    is_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Clipped surrogate loss with decoupled clip range, aggregated; returns `(loss, stats)`.
+    `is_weights` `(B, T)`, when given, multiply each token's loss (the rollout-mismatch correction of
+    `rlvr.grpo.correction`; no gradient flows through them).
 
     `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`: `(B,)`. Per token:
     `rho = exp(logp - old_logp)`, `l = -min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`,
@@ -369,6 +372,8 @@ def policy_loss(
     adv = advantages.unsqueeze(-1)  # (B, 1)
     clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
     per_token = -torch.minimum(ratio * adv, clipped * adv)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
     loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
     with torch.no_grad():
         m = mask.bool()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rlvr.grpo.correction import CORRECTIONS
 from rlvr.grpo.objective import ADVANTAGES, AGGREGATIONS, KL_ESTIMATORS, AdvantageScale, AggregationName, KLEstimator
 
 __all__ = ["ObjectiveConfig", "PRESETS"]
@@ -23,7 +24,8 @@ class ObjectiveConfig:
     dynamic_sampling: DAPO's filter: drop zero-std groups and sample more prompts to refill.
     overlong_buffer: DAPO soft overlong buffer in tokens (None = off); overlong_penalty: its
     maximum penalty. mask_truncated: DAPO's overlong filtering (mask the loss of truncated
-    completions).
+    completions). rollout_correction / rollout_correction_cap: the importance weights applied when
+    another engine (vLLM) sampled the rollouts (`rlvr.grpo.correction`; "none" = off).
     """
 
     advantage_scale: AdvantageScale = "group"
@@ -36,6 +38,8 @@ class ObjectiveConfig:
     overlong_buffer: int | None = None
     overlong_penalty: float = 0.0
     mask_truncated: bool = False
+    rollout_correction: str = "token"
+    rollout_correction_cap: float = 2.0
 
     def __post_init__(self) -> None:
         for field, table in (
@@ -50,6 +54,11 @@ class ObjectiveConfig:
         for field in ("eps_high", "beta", "overlong_penalty"):
             if getattr(self, field) < 0:
                 raise ValueError(f"ObjectiveConfig.{field}: must be >= 0, got {getattr(self, field)}")
+        if self.rollout_correction != "none" and self.rollout_correction not in CORRECTIONS:
+            raise ValueError(f"ObjectiveConfig.rollout_correction: {self.rollout_correction!r} is not one of "
+                             f"{['none', *CORRECTIONS]}")  # fmt: skip
+        if self.rollout_correction_cap < 1.0:
+            raise ValueError(f"ObjectiveConfig.rollout_correction_cap: must be >= 1, got {self.rollout_correction_cap}")
         if self.overlong_buffer is not None and self.overlong_buffer <= 0:
             raise ValueError(f"ObjectiveConfig.overlong_buffer: must be > 0 or None, got {self.overlong_buffer}")
 

@@ -16,14 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from rlvr.grpo import objective as obj
 from rlvr.grpo.distributed import Dist
 from rlvr.grpo.presets import ObjectiveConfig
 from rlvr.grpo.rewarding import RewardRunner
-from rlvr.models.sampling import encode_prompts, sample_with
+from rlvr.models.decoding import fast_decoder_supported
+from rlvr.models.engines import Sampler
+from rlvr.models.sampling import encode_prompts
 from rlvr.tasks import Problem, PromptFormatter
+from rlvr.verify import verify_answer
 
 __all__ = ["Rollout", "collect"]
 
@@ -37,11 +41,12 @@ class Rollout:
     tokens: list[list[int]]
     texts: list[str]
     truncated: list[bool]
-    entropy: list[float]  # (P*G,) mean per-token entropy of the sampling distribution
+    entropy: list[float]  # (P*G,) mean per-token entropy of the sampling distribution (NaN: not reported)
     rewards: dict[str, list[float | None]]
     total: torch.Tensor  # (P*G,) shaped total reward, NaN where unscorable
     advantages: torch.Tensor  # (P*G,)
     stats: dict[str, float] = field(default_factory=dict)
+    rollout_logp: list[list[float]] | None = None  # (P*G,) per token: the rollout engine's log-probs (vLLM)
 
 
 def _columns(problems: list[Problem], g: int, fmt: PromptFormatter) -> dict[str, list[Any]]:
@@ -73,18 +78,17 @@ class _RoundStats:
 
 
 def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen,
-                  dist: Dist = Dist()):  # fmt: skip
+                  dist: Dist = Dist(), sampler: Sampler | None = None):  # fmt: skip
     """One sampling round: G completions per problem, scored and shaped, cut into groups; each rank
     samples and scores its block of the groups and every rank gets them all (`rlvr.grpo.distributed`).
     Returns (groups, ok (n,) bool: the group carries signal, generation seconds, _RoundStats)."""
     g, block = cfg.group_size, dist.block(len(probs))
     mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
-    comp = sample_with(  # called on every rank, even with no rows, so the sampling streams stay in step
+    comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
         model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
-        bf16=cfg.bf16, entropy=True, fast=None if cfg.fast_decoder else False,
-        row_offset=block.start * g, total_rows=len(probs) * g,
-    )  # fmt: skip
+        bf16=cfg.bf16, entropy=True, row_offset=block.start * g, total_rows=len(probs) * g,
+    )  # fmt: skip  # called on every rank, even with no rows, so the sampling streams stay in step
     t_gen = time.perf_counter() - t0
     groups, stats = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else ([], _RoundStats(0.0, {}))
     if dist.world > 1:
@@ -101,6 +105,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     """Score sampled completions and cut them into per-problem groups."""
     g, max_new = cfg.group_size, cfg.sampling.max_new_tokens
     assert comp.entropy is not None  # asked for by the caller
+    rollout_logp = getattr(comp, "logprobs", None)  # the engine's log-probs of its tokens (vLLM)
     # TRL passes completions as messages when the prompt was conversational
     texts: list[Any] = [
         [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
@@ -120,6 +125,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 "texts": [comp.texts[i] for i in rows],
                 "truncated": [comp.truncated[i] for i in rows],
                 "entropy": [comp.entropy[i] for i in rows],
+                "rollout_logp": [rollout_logp[i] for i in rows] if rollout_logp is not None else None,
                 "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
                 "total": total[j * g : (j + 1) * g],
             }
@@ -138,6 +144,7 @@ def collect(
     advantage_fn,
     gen: torch.Generator,
     dist: Dist = Dist(),
+    sampler: Sampler | None = None,
 ) -> Rollout:
     """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig. With several
     ranks every rank returns the same, whole rollout."""
@@ -151,7 +158,9 @@ def collect(
         n_req = p_need - len(kept)
         if ocfg.dynamic_sampling and cfg.gen_batch_prompts:
             n_req = max(n_req, cfg.gen_batch_prompts)
-        groups, ok, seconds, scored = _sample_round(model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen, dist)
+        groups, ok, seconds, scored = _sample_round(
+            model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen, dist, sampler
+        )
         t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
             errors[name] += count
@@ -184,8 +193,56 @@ def _assemble(kept: list[dict[str, Any]], tok, fmt: PromptFormatter, names: list
         texts=[t for k in kept for t in k["texts"]],
         truncated=[t for k in kept for t in k["truncated"]],
         entropy=[e for k in kept for e in k["entropy"]],
+        rollout_logp=[x for k in kept for x in k["rollout_logp"]] if kept[0].get("rollout_logp") is not None else None,
         rewards={name: [v for k in kept for v in k["rewards"][name]] for name in names},
         total=total,
         advantages=adv.values,
         stats={**stats, "train/zero_std_groups_kept": float(adv.zero_std.sum())},
     )
+
+
+def rollout_metrics(ro: Rollout, g: int) -> dict[str, float]:
+    """A step's `train/` and `reward/` metrics of the rollout (docs/metrics.md)."""
+    correct = np.array([verify_answer(t, ro.problems[i // g].answer).correct for i, t in enumerate(ro.texts)])
+    correct = correct.astype(bool)
+    lengths = np.array([len(t) for t in ro.tokens], dtype=np.float64)
+    out: dict[str, float] = {
+        "train/accuracy": float(correct.mean()),
+        "train/completion_len/mean": float(lengths.mean()),
+        "train/completion_len/max": float(lengths.max()),
+        "train/completion_len/correct": float(lengths[correct].mean()) if correct.any() else math.nan,
+        "train/completion_len/incorrect": float(lengths[~correct].mean()) if (~correct).any() else math.nan,
+        "train/truncated_frac": float(np.mean(ro.truncated)),
+        "train/advantage_abs_mean": float(ro.advantages.abs().mean()),
+        "reward/total/mean": float(np.nanmean(ro.total.numpy())) if (~torch.isnan(ro.total)).any() else math.nan,
+    }
+    for name, vals in ro.rewards.items():
+        v = np.array([math.nan if x is None else x for x in vals], dtype=np.float64)
+        ok = ~np.isnan(v)
+        out[f"reward/{name}/mean"] = float(v[ok].mean()) if ok.any() else math.nan
+        out[f"reward/{name}/std"] = float(v[ok].std()) if ok.any() else math.nan
+        out[f"reward/{name}/none_frac"] = float((~ok).mean())
+    out.update({k: v for k, v in ro.stats.items() if not k.startswith("time/")})
+    return out
+
+
+def sample_rows(ro: Rollout, step: int, g: int) -> list[dict[str, Any]]:
+    """One `samples/train.jsonl` row per completion (docs/outputs.md)."""
+    rows = []
+    for i, text in enumerate(ro.texts):
+        prob = ro.problems[i // g]
+        rows.append(
+            {
+                "step": step,
+                "problem_id": prob.id,
+                "group": i // g,
+                "completion": text,
+                "tokens": len(ro.tokens[i]),
+                "truncated": ro.truncated[i],
+                "rewards": {k: v[i] for k, v in ro.rewards.items()},
+                "total": None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
+                "advantage": float(ro.advantages[i]),
+                "correct": verify_answer(text, prob.answer).correct,
+            }
+        )
+    return rows

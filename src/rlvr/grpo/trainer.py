@@ -27,15 +27,16 @@ from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import sample_and_score
 from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.rewarding import RewardRunner
-from rlvr.grpo.rollout import Rollout, collect
+from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.models.batching import completion_logits, pack_groups
+from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast
 from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
-from rlvr.verify import verify_answer
 
 __all__ = ["GRPOTrainer"]
 
@@ -62,6 +63,16 @@ class GRPOTrainer:
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
+        self.sampler = make_sampler(
+            cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype, seed=cfg.seed
+        )
+        corr = self.ocfg.rollout_correction
+        self.correct = (
+            None
+            if corr == "none"
+            else functools.partial(resolve_correction(corr), cap=self.ocfg.rollout_correction_cap)
+        )
+        self.rollout_stats: dict[str, float] = {}
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         # variants resolved once: the loop below calls plain functions
         self.advantage_fn = functools.partial(obj.resolve_advantage(self.ocfg.advantage_scale), eps=1e-4)
@@ -89,6 +100,7 @@ class GRPOTrainer:
         )
         if resume:
             self._load_latest()
+        self.sampler.sync(self.model, self.step)
 
     # ------------------------------------------------------------------ setup
     def _build_policy(self, model):
@@ -213,31 +225,25 @@ class GRPOTrainer:
         if self.cfg.num_iterations > 1:
             with torch.no_grad():
                 old = [obj.token_logprobs(self._logits(self.model, b), b.targets) for _, b in mbs]
+        rolls = [self._rollout_logp(ro, idx, b) for idx, b in mbs]
         params = [p for p in self.model.parameters() if p.requires_grad]
         acc: dict[str, float] = {"update_rows_frac": len(rows) / max(1, len(ro.tokens))}
         seen = float(sum(b.mask.sum() for _, b in mbs))
-        for _ in range(self.cfg.num_iterations):
+        self.rollout_stats = {}
+        for it in range(self.cfg.num_iterations):
             self.opt.zero_grad(set_to_none=True)
             for j, (idx, b) in enumerate(mbs):
-                logits = self._logits(self.model, b)  # (mb, Lc, V)
-                logp = obj.token_logprobs(logits, b.targets)  # (mb, Lc)
-                old_j = old[j]
-                loss, st = obj.policy_loss(
-                    logp, logp.detach() if old_j is None else old_j, adv[idx], b.mask,
-                    eps_low=self.ocfg.eps_low, eps_high=self.ocfg.eps_high, aggregation=self.aggregate, **norm,
-                )  # fmt: skip
-                if ref is not None:
-                    kl = self.kl_fn(logp, ref[j])  # (mb, Lc)
-                    loss = loss + self.ocfg.beta * self.aggregate(kl, b.mask, **norm)
-                    st["kl"] = (kl.detach() * b.mask).sum() / b.mask.sum().clamp(min=1)
-                loss.backward()
                 share = float(b.mask.sum()) / seen if seen > 0 else 0.0
+                loss, st = self._loss(b, adv[idx], old[j], None if ref is None else ref[j], rolls[j], norm)
+                loss.backward()
                 for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl"):
                     if k in st:
                         acc[k] = acc.get(k, 0.0) + share * float(st[k]) / self.cfg.num_iterations
                 acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
                 acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
+                if it == 0 and "logprob_diff_mean" in st:
+                    self._add_rollout_stats(st, share)
             if not mbs:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
                 for p in params:
                     p.grad = torch.zeros_like(p)
@@ -256,37 +262,51 @@ class GRPOTrainer:
         acc["entropy"] = float((ent * lengths).sum() / lengths.sum().clamp(min=1))
         return acc
 
+    def _loss(self, b, adv, old, ref, roll, norm) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One micro-batch's loss: the clipped surrogate (weighted by the rollout correction when
+        another engine sampled), plus `beta * KL` when there is a reference."""
+        logp = obj.token_logprobs(self._logits(self.model, b), b.targets)  # (mb, Lc)
+        old = logp.detach() if old is None else old
+        weights, extra = None, {}
+        if roll is not None:  # the engine's log-probs of these tokens: correct the mismatch with ours
+            weights = None if self.correct is None else self.correct(old, roll, b.mask)
+            extra = correction_stats(old, roll, b.mask, torch.ones_like(roll) if weights is None else weights)
+        loss, st = obj.policy_loss(
+            logp, old, adv, b.mask, eps_low=self.ocfg.eps_low, eps_high=self.ocfg.eps_high, aggregation=self.aggregate,
+            is_weights=weights, **norm,
+        )  # fmt: skip
+        if ref is not None:
+            kl = self.kl_fn(logp, ref)  # (mb, Lc)
+            loss = loss + self.ocfg.beta * self.aggregate(kl, b.mask, **norm)
+            st["kl"] = (kl.detach() * b.mask).sum() / b.mask.sum().clamp(min=1)
+        return loss, {**st, **extra}
+
+    def _rollout_logp(self, ro: Rollout, idx: torch.Tensor, b) -> torch.Tensor | None:
+        """The rollout engine's log-probs of a micro-batch's completion tokens, (mb, Lc); None when
+        rlvr sampled them itself."""
+        if ro.rollout_logp is None:
+            return None
+        out = torch.zeros(b.mask.shape, dtype=torch.float32)
+        for r, i in enumerate(idx.tolist()):
+            lp = ro.rollout_logp[i]
+            out[r, : len(lp)] = torch.tensor(lp, dtype=torch.float32)
+        return out.to(self.device)
+
+    def _add_rollout_stats(self, st: dict[str, torch.Tensor], share: float) -> None:
+        """Token-weighted rollout/trainer mismatch over the micro-batches (`rollout/...` keys)."""
+        r = self.rollout_stats
+        for k in ("logprob_diff_mean", "is_ratio_mean", "is_weight_mean"):
+            key = "rollout/" + k.replace("_mean", "/mean")
+            r[key] = r.get(key, 0.0) + share * float(st[k])
+        for k, fn in (("logprob_diff_max", max), ("is_ratio_max", max), ("is_ratio_min", min)):
+            key = "rollout/" + k.replace("_max", "/max").replace("_min", "/min")
+            r[key] = fn(r.get(key, float(st[k])), float(st[k]))
+
     def _counted(self, ro: Rollout) -> list[int]:
         """Rows that count in the loss normalisers: all, less truncated ones when they are masked."""
         return [i for i in range(len(ro.tokens)) if not (self.ocfg.mask_truncated and ro.truncated[i])]
 
     # ------------------------------------------------------------------ metrics
-    def _rollout_metrics(self, ro: Rollout) -> dict[str, float]:
-        correct = np.array([verify_answer(t, p.answer).correct for t, p in self._pairs(ro)], dtype=bool)
-        lengths = np.array([len(t) for t in ro.tokens], dtype=np.float64)
-        out: dict[str, float] = {
-            "train/accuracy": float(correct.mean()),
-            "train/completion_len/mean": float(lengths.mean()),
-            "train/completion_len/max": float(lengths.max()),
-            "train/completion_len/correct": float(lengths[correct].mean()) if correct.any() else math.nan,
-            "train/completion_len/incorrect": float(lengths[~correct].mean()) if (~correct).any() else math.nan,
-            "train/truncated_frac": float(np.mean(ro.truncated)),
-            "train/advantage_abs_mean": float(ro.advantages.abs().mean()),
-            "reward/total/mean": float(np.nanmean(ro.total.numpy())) if (~torch.isnan(ro.total)).any() else math.nan,
-        }
-        for name, vals in ro.rewards.items():
-            v = np.array([math.nan if x is None else x for x in vals], dtype=np.float64)
-            ok = ~np.isnan(v)
-            out[f"reward/{name}/mean"] = float(v[ok].mean()) if ok.any() else math.nan
-            out[f"reward/{name}/std"] = float(v[ok].std()) if ok.any() else math.nan
-            out[f"reward/{name}/none_frac"] = float((~ok).mean())
-        out.update({k: v for k, v in ro.stats.items() if not k.startswith("time/")})
-        return out
-
-    def _pairs(self, ro: Rollout):
-        g = self.cfg.group_size
-        return [(t, ro.problems[i // g]) for i, t in enumerate(ro.texts)]
-
     def evaluate(self) -> dict[str, float]:
         """Greedy accuracy and sampled pass@k on the dev split, logged apart from the reward."""
         score = functools.partial(
@@ -308,24 +328,6 @@ class GRPOTrainer:
         out["eval/dev/completion_len"] = float(sampled.tokens.mean())
         return out
 
-    def _write_samples(self, ro: Rollout) -> None:
-        g = self.cfg.group_size
-        with (self.run.path / "samples" / "train.jsonl").open("a") as fh:
-            for i, (text, prob) in enumerate(self._pairs(ro)):
-                row = {
-                    "step": self.step,
-                    "problem_id": prob.id,
-                    "group": i // g,
-                    "completion": text,
-                    "tokens": len(ro.tokens[i]),
-                    "truncated": ro.truncated[i],
-                    "rewards": {k: v[i] for k, v in ro.rewards.items()},
-                    "total": None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
-                    "advantage": float(ro.advantages[i]),
-                    "correct": verify_answer(text, prob.answer).correct,
-                }
-                fh.write(json.dumps(row) + "\n")
-
     # ------------------------------------------------------------------ loop
     def train_step(self) -> dict[str, float]:
         t0 = time.perf_counter()
@@ -340,16 +342,22 @@ class GRPOTrainer:
             self.advantage_fn,
             self.gen,
             self.dist,
+            self.sampler,
         )
         t1 = time.perf_counter()
         loss_stats = self.update(ro)
-        t2 = time.perf_counter()
         self.step += 1
+        self.sampler.sync(self.model, self.step)  # vLLM samples the next step from the new weights
+        t2 = time.perf_counter()
+        g = self.cfg.group_size
         if self.dist.main:
-            self._write_samples(ro)
+            self.run.append_samples("train", sample_rows(ro, self.step, g))
         gen_tokens = sum(len(t) for t in ro.tokens)
-        row: dict[str, float] = {"step": self.step, **self._rollout_metrics(ro)}
+        row: dict[str, float] = {"step": self.step, **rollout_metrics(ro, g)}
         row.update({f"train/{k}": v for k, v in loss_stats.items()})
+        row.update(self.rollout_stats)
+        if self.sampler.synced_step is not None:
+            row["rollout/synced_step"] = float(self.sampler.synced_step)
         row.update(
             {
                 "time/generate_s": ro.stats["time/generate_s"],
@@ -375,6 +383,7 @@ class GRPOTrainer:
         if self.dist.main:
             self._save_final()
         self.runner.close()
+        self.sampler.close()
         self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
         self.dist.barrier()
         self.dist.close()
