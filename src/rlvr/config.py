@@ -76,6 +76,7 @@ class RolloutConfig(StrictModel):
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     enforce_eager: bool = True
     max_model_len: int | None = Field(None, ge=1)
+    vllm_kwargs: dict[str, Any] = {}  # any other `vllm.LLM` argument, e.g. {kv_cache_memory_bytes: 268435456}
 
 
 _MOVED_TO_SAMPLING = ("max_new_tokens", "temperature", "top_p")

