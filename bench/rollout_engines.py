@@ -36,22 +36,11 @@ from pathlib import Path
 
 import torch
 
+from grpo_vs_trl import default_model as default_tiny  # the same tiny model (bench/ is on sys.path)
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import Completions, encode_prompts, sample
-from rlvr.models.tiny import TinyConfig, build_for_task
 from rlvr.models.vllm_engine import VLLMEngine
-from rlvr.tasks import PromptFormatter, format_prompt, format_target, load_task
-
-
-def default_tiny(work: Path) -> Path:
-    """The demo base if it exists, else an untrained tiny Llama (hidden 256, 4 layers)."""
-    demo = Path("runs/demo/base/model")
-    if (demo / "config.json").is_file():
-        return demo
-    probs = load_task("arith", "train", n=2000)
-    texts = [format_prompt(p.question) + format_target(p) for p in probs]
-    return build_for_task(work / "tiny256", texts, TinyConfig(hidden_size=256, intermediate_size=1024))
-
+from rlvr.tasks import PromptFormatter, format_prompt, load_task
 
 Run = Callable[[list[str], int, int], Completions]
 
