@@ -55,7 +55,8 @@ class GRPOTrainer:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
         self.dist, self.device = init_distributed(cfg.device)  # one process unless torchrun started several
-        check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True)
+        if self.dist.main:  # rank 0 owns the folder (a refusal there ends every rank: torchrun stops the group)
+            check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True)
         if resume:
             check_resume(cfg.out, cfg)
         self.model_path = resolve_model_path(cfg.model)
