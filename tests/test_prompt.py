@@ -144,3 +144,32 @@ def test_top_k_and_stop_strings_in_the_sampler(tiny_model_dir: Path) -> None:
     assert stop in cut.texts[0] and not cut.truncated[0] and len(cut.tokens[0]) < len(full.tokens[0])
     for a, b in zip(full.tokens, cut.tokens, strict=True):
         assert a[: len(b)] == b
+
+
+def test_over_long_prompts_are_refused_by_eval_and_left_out_by_train(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """An 80 KB question once filled 24 GB in eval: prompts over the model's context less
+    max_new_tokens (or sampling.max_prompt_tokens) are refused with their ids by eval, and left out,
+    counted and named by train; nothing is truncated silently."""
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+    from rlvr.grpo.config import TrainConfig
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    probs = load_task("arith", "train", n=6)
+    rows = [{"id": p.id, "question": p.question, "answer": p.solution} for p in probs]
+    rows[2]["question"] = " ".join(["Tom has 3 apples ."] * 4000)  # ~80 KB
+    f = tmp_path / "long.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = load_config(EvalConfig, None, {"model": str(tiny_model_dir), "task": str(f), "split": "test",
+                                         "out": str(tmp_path / "ev"), "threads": 1})  # fmt: skip
+    with pytest.raises(DataError, match=rf"1 prompts are longer than 96 tokens \({probs[2].id}\)"):
+        run_eval(cfg)
+    assert not (tmp_path / "ev").exists()
+    tcfg = load_config(TrainConfig, None, {
+        "model": str(tiny_model_dir), "task": str(f), "steps": 1, "prompts_per_step": 2, "group_size": 2,
+        "sampling": {"max_new_tokens": 4}, "eval_every": 0, "save_every": 0, "threads": 1, "out": str(tmp_path / "t"),
+    })  # fmt: skip
+    with pytest.warns(UserWarning, match="1 training prompts are longer than 156 tokens"):
+        tr = GRPOTrainer(tcfg)
+    assert len(tr.problems) == 5 and tr.skipped_long == [probs[2].id]
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert manifest["data"]["skipped_long_prompts"] == [probs[2].id]

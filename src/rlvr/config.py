@@ -55,6 +55,7 @@ class SamplingConfig(StrictModel):
     stop: list[str] = []
     prompt_format: PromptFormat = "auto"
     system_prompt: str | None = None
+    max_prompt_tokens: int | None = Field(None, ge=1)  # None: the model's context minus max_new_tokens
 
     @model_validator(mode="after")
     def _stops_nonempty(self) -> SamplingConfig:

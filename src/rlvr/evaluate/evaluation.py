@@ -27,6 +27,7 @@ from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
+from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runlog import RunDir, check_out
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
@@ -164,6 +165,12 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     data_hash = problems_hash(problems)
     s = cfg.sampling
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
+    limit = prompt_token_limit(model, s)
+    long = over_long(tok, [fmt.prompt(p) for p in problems], limit)
+    if long:  # an evaluation on a silently smaller set would not be the benchmark it names
+        ids = ", ".join(problems[i].id for i in long[:5]) + (", ..." if len(long) > 5 else "")
+        raise DataError(f"{cfg.task}: {len(long)} prompts are longer than {limit} tokens ({ids}); "
+                        "raise sampling.max_prompt_tokens or remove them")  # fmt: skip
     sampler = make_sampler(cfg.rollout, model, path, device=cfg.device, dtype=cfg.dtype, seed=cfg.seed)
     run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
     run.write_manifest(

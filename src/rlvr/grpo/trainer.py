@@ -34,7 +34,7 @@ from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
-from rlvr.models.sampling import autocast
+from rlvr.models.sampling import autocast, over_long, prompt_token_limit
 from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
@@ -81,6 +81,7 @@ class GRPOTrainer:
         self.kl_fn = obj.resolve_kl(self.ocfg.kl_estimator)
         self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
         self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
+        self.skipped_long = self._drop_long_prompts()
         if not self.problems:
             raise DataError(f"{cfg.task}: no training problems")
         self.runner = RewardRunner(cfg.rewards, cfg.reward_timeout_s, extra=extra_rewards)
@@ -93,6 +94,7 @@ class GRPOTrainer:
             data={
                 "train": {"task": cfg.task, "n": len(self.problems), "hash": problems_hash(self.problems)},
                 "dev": {"task": cfg.task, "n": len(self.dev), "hash": problems_hash(self.dev)},
+                "skipped_long_prompts": self.skipped_long,
             },
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.__dict__,
@@ -142,6 +144,19 @@ class GRPOTrainer:
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
     # ------------------------------------------------------------------ data
+    def _drop_long_prompts(self) -> list[str]:
+        """Leave out training problems whose prompt exceeds the prompt limit (`prompt_token_limit`):
+        their ids go to the manifest and a warning, never a silent truncation."""
+        limit = prompt_token_limit(self.model, self.cfg.sampling)
+        long = set(over_long(self.tok, [self.fmt.prompt(p) for p in self.problems], limit))
+        self.dev = [p for p in self.dev if not over_long(self.tok, [self.fmt.prompt(p)], limit)]
+        if long:
+            warnings.warn(f"{self.cfg.task}: {len(long)} training prompts are longer than {limit} tokens; "
+                          "left out (ids in manifest.json)", stacklevel=2)  # fmt: skip
+        ids = [self.problems[i].id for i in sorted(long)]
+        self.problems = [p for i, p in enumerate(self.problems) if i not in long]
+        return ids
+
     def _next_problems(self, k: int) -> list[Problem]:
         """The next k training problems of a seeded per-epoch shuffle; `cursor` is the position."""
         n = len(self.problems)

@@ -23,7 +23,10 @@ import torch
 from rlvr.config import SamplingConfig
 from rlvr.models.decoding import make_decoder
 
-__all__ = ["Completions", "autocast", "sample", "sample_with", "encode_prompts", "stop_string_checker"]
+__all__ = [
+    "Completions", "autocast", "sample", "sample_with", "encode_prompts", "over_long", "prompt_token_limit",
+    "stop_string_checker",
+]  # fmt: skip
 
 
 @dataclass
@@ -47,6 +50,23 @@ class Completions:
 def encode_prompts(tokenizer, prompts: Sequence[str]) -> list[list[int]]:
     """Token ids of each prompt, without special tokens added."""
     return [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+
+
+def prompt_token_limit(model, sampling: SamplingConfig) -> int | None:
+    """The longest prompt a command may feed: `sampling.max_prompt_tokens`, else the model's context
+    (`max_position_embeddings`) less `max_new_tokens`; None when neither is known."""
+    if sampling.max_prompt_tokens is not None:
+        return sampling.max_prompt_tokens
+    ctx = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    return None if not isinstance(ctx, int) else max(1, ctx - sampling.max_new_tokens)
+
+
+def over_long(tokenizer, prompts: Sequence[str], limit: int | None) -> list[int]:
+    """Indices of the prompts longer than `limit` tokens (a prompt is never truncated silently: the
+    caller refuses or skips these items and says so)."""
+    if limit is None:
+        return []
+    return [i for i, ids in enumerate(encode_prompts(tokenizer, prompts)) if len(ids) > limit]
 
 
 def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
