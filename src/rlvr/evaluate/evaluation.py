@@ -148,6 +148,42 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit: int | None, task: str) -> None:
+    """An evaluation on a silently smaller set would not be the benchmark it names: refuse, with ids."""
+    long = over_long(tok, prompts, limit)
+    if long:
+        ids = ", ".join(problems[i].id for i in long[:5]) + (", ..." if len(long) > 5 else "")
+        raise DataError(f"{task}: {len(long)} prompts are longer than {limit} tokens ({ids}); "
+                        "raise sampling.max_prompt_tokens or remove them")  # fmt: skip
+
+
+def _result(cfg: EvalConfig, model: str, problems: list[Problem], data_hash: str, prompt_format: str, engine: str,
+            sampled: Scored, greedy: Scored | None, seconds: float) -> dict[str, Any]:  # fmt: skip
+    """The `eval.json` record (schema in docs/evaluation.md)."""
+    s = cfg.sampling
+    return {
+        "model": model,
+        "task": cfg.task,
+        "preset": cfg.preset,
+        "split": cfg.split,
+        "data_hash": data_hash,
+        "n_problems": len(problems),
+        "n_samples": cfg.n_samples,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "top_k": s.top_k,
+        "max_new_tokens": s.max_new_tokens,
+        "prompt_format": prompt_format,
+        "engine": engine,
+        "truncated_frac": float(sampled.truncated.mean()),
+        **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
+        "tokens_per_sample": float(sampled.tokens.mean()),
+        **summarize_scores(problems, sampled, greedy, cfg),
+        "fidelity": fidelity_metrics(problems, sampled),
+        "seconds": seconds,
+    }
+
+
 def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite: bool = False) -> Path:
     """Evaluate and write the run folder; returns its path. Pass `model`/`tok` to skip loading.
     Inputs are checked before the folder is touched; a folder holding a run is refused unless
@@ -165,12 +201,8 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     data_hash = problems_hash(problems)
     s = cfg.sampling
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
-    limit = prompt_token_limit(model, s)
-    long = over_long(tok, [fmt.prompt(p) for p in problems], limit)
-    if long:  # an evaluation on a silently smaller set would not be the benchmark it names
-        ids = ", ".join(problems[i].id for i in long[:5]) + (", ..." if len(long) > 5 else "")
-        raise DataError(f"{cfg.task}: {len(long)} prompts are longer than {limit} tokens ({ids}); "
-                        "raise sampling.max_prompt_tokens or remove them")  # fmt: skip
+    prompts = [fmt.prompt(p) for p in problems]
+    _refuse_long_prompts(problems, prompts, tok, prompt_token_limit(model, s), cfg.task)
     sampler = make_sampler(cfg.rollout, model, path, device=cfg.device, dtype=cfg.dtype, seed=cfg.seed)
     run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
     run.write_manifest(
@@ -190,30 +222,8 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     finally:
         sampler.close()
     gen_s = time.perf_counter() - t0
-    summary = summarize_scores(problems, sampled, greedy, cfg)
-    result = {
-        "model": str(path),
-        "task": cfg.task,
-        "preset": cfg.preset,
-        "split": cfg.split,
-        "data_hash": data_hash,
-        "n_problems": len(problems),
-        "n_samples": cfg.n_samples,
-        "temperature": s.temperature,
-        "top_p": s.top_p,
-        "top_k": s.top_k,
-        "max_new_tokens": s.max_new_tokens,
-        "prompt_format": fmt.fmt,
-        "engine": sampler.engine,
-        "truncated_frac": float(sampled.truncated.mean()),
-        **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
-        "tokens_per_sample": float(sampled.tokens.mean()),
-        **summary,
-        "fidelity": fidelity_metrics(problems, sampled),
-        "seconds": gen_s,
-    }
+    result = _result(cfg, str(path), problems, data_hash, fmt.fmt, sampler.engine, sampled, greedy, gen_s)
     run.write_json("eval.json", result)
-    prompts = [fmt.prompt(p) for p in problems]
     _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
         _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))

@@ -22,7 +22,7 @@ from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
 from rlvr.runlog import RunDir, check_out
-from rlvr.tasks import DataError, PromptFormatter, format_prompt, format_target, load_task, problems_hash
+from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
 
@@ -68,6 +68,17 @@ def _lr_lambda(warmup: int, total: int):
     return f
 
 
+def _build_model(cfg: SFTConfig, problems: list[Problem]):
+    """(tokenizer, model): the embedded tiny model built from the task's plain-format text, or a
+    local HF model."""
+    if cfg.model != "tiny":
+        return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
+    tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
+    model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
+    tok.padding_side = "left"
+    return tok, model
+
+
 def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     """Train and return the run folder; the model is saved to `RUN/model/`. Inputs are checked
     before the folder is touched; a folder holding a run is refused unless `overwrite`."""
@@ -78,12 +89,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")
-    if cfg.model == "tiny":  # the embedded model's vocabulary is built from its plain-format text
-        tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
-        model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
-        tok.padding_side = "left"
-    else:
-        tok, model = load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
+    tok, model = _build_model(cfg, problems)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     model.to(cfg.device).train()
     run = RunDir(cfg.out, cfg, command="sft", overwrite=overwrite)

@@ -64,16 +64,7 @@ class GRPOTrainer:
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
-        self.sampler = make_sampler(
-            cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype, seed=cfg.seed
-        )
-        corr = self.ocfg.rollout_correction
-        self.correct = (
-            None
-            if corr == "none"
-            else functools.partial(resolve_correction(corr), cap=self.ocfg.rollout_correction_cap)
-        )
-        self.rollout_stats: dict[str, float] = {}
+        self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         # variants resolved once: the loop below calls plain functions
         self.advantage_fn = functools.partial(obj.resolve_advantage(self.ocfg.advantage_scale), eps=1e-4)
@@ -120,6 +111,16 @@ class GRPOTrainer:
             task_type="CAUSAL_LM",
         )
         return get_peft_model(model, peft_cfg).train()
+
+    def _build_rollout(self) -> None:
+        """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
+        correction of its log-prob mismatch (`rlvr.grpo.correction`), resolved once."""
+        cfg, corr = self.cfg, self.ocfg.rollout_correction
+        self.sampler = make_sampler(cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype,
+                                    seed=cfg.seed)  # fmt: skip
+        cap = self.ocfg.rollout_correction_cap
+        self.correct = None if corr == "none" else functools.partial(resolve_correction(corr), cap=cap)
+        self.rollout_stats: dict[str, float] = {}
 
     def _build_reference(self):
         if self.cfg.lora is not None:
