@@ -182,8 +182,10 @@ def _call(fn: Any, msg: dict[str, Any], cpu_cap: int) -> dict[str, Any]:
     reply: dict[str, Any] = {"id": msg["id"]}
     used = resource.getrusage(resource.RUSAGE_SELF)
     spent = used.ru_utime + used.ru_stime
-    soft = min(int(spent + msg.get("cpu_s", 10)) + 1, cpu_cap)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_cap))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)  # never above what this process inherited (ulimit -t)
+    cap = cpu_cap if hard == resource.RLIM_INFINITY else min(cpu_cap, hard)
+    soft = min(int(spent + msg.get("cpu_s", 10)) + 1, cap)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, cap))
     completions = msg["completions"]
     try:
         result = fn(completions, **msg["kwargs"])
@@ -239,7 +241,10 @@ def main(argv: list[str]) -> int:
             fn, reply = _load(msg, cfg, policy)
             send(reply)
         elif msg["op"] == "call" and fn is not None:
-            send(_call(fn, msg, cfg["limits"]["cpu_s"]))
+            try:
+                send(_call(fn, msg, cfg["limits"]["cpu_s"]))
+            except Exception as e:  # the worker's own failure (e.g. a limit it may not set): say which
+                send({"id": msg.get("id"), "ok": False, "error": f"sandbox worker: {type(e).__name__}: {e}"})
         else:
             send({"id": msg.get("id"), "ok": False, "error": "no reward loaded"})
     return 0
