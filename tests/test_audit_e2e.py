@@ -53,6 +53,9 @@ def audited(tiny_model_dir: Path, tmp_path_factory) -> Path:
 
 def test_end_to_end_report_files(audited: Path) -> None:
     data = json.loads((audited / "audit.json").read_text())
+    card = (audited.parent / "model" / "README.md").read_text()  # the model card, with the readiness summary
+    assert "rewards: outcome x1, format_gsm8k x0.1" in card and "data: train: arith n=64" in card
+    assert f"## Readiness audit: {data['status']}" in card and "matched_compute:" in card
     checks = {c["name"]: c for c in data["checks"]}
     assert len(checks) == 7 and all(c["status"] in ("pass", "warn", "fail") for c in checks.values())
     assert {e["role"] for e in data["evaluations"]} == {"base", "trained"}

@@ -27,7 +27,16 @@ from pydantic import BaseModel
 
 from rlvr.config import dump_config
 
-__all__ = ["RunDir", "RunFolderError", "check_out", "check_resume", "package_versions", "git_commit", "read_jsonl"]
+__all__ = [
+    "RunDir",
+    "RunFolderError",
+    "check_out",
+    "check_resume",
+    "write_model_card",
+    "package_versions",
+    "git_commit",
+    "read_jsonl",
+]
 
 _PACKAGES = ("rlvr", "torch", "transformers", "tokenizers", "numpy", "scipy", "pydantic", "peft", "trl")
 
@@ -213,3 +222,40 @@ class RunDir:
         path = self.path / name
         path.write_text(json.dumps(_clean(obj), indent=2))
         return path
+
+
+def write_model_card(run_dir: str | Path, readiness: dict[str, Any] | None = None) -> Path | None:
+    """`RUN/model/README.md`, so that a saved model explains itself: base model, data and hashes,
+    rewards, objective, steps and sampling from the run's manifest, and the audit's readiness summary
+    (`{"status": ..., "checks": {name: status}}`) when one ran. None when the run has no model."""
+    run = Path(run_dir)
+    if not (run / "model" / "config.json").is_file():
+        return None
+    try:
+        m = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None  # not a run folder rlvr wrote
+    cfg = m.get("config", {})
+    rewards = ", ".join(f"{r['name']} x{r.get('weight', 1.0):g}" for r in cfg.get("rewards", [])) or "?"
+    data = "; ".join(f"{k}: {v.get('task')} n={v.get('n')} hash {v.get('hash')}" for k, v in m.get("data", {}).items()
+                     if isinstance(v, dict))  # fmt: skip
+    lines = [
+        f"# GRPO model trained by rlvr ({m.get('command', 'train')})",
+        "",
+        f"- base model: `{m.get('model', {}).get('path', cfg.get('model'))}`",
+        f"- data: {data}",
+        f"- rewards: {rewards}",
+        f"- objective: {cfg.get('objective')} {json.dumps(m.get('objective', {}), sort_keys=True)}",
+        f"- steps: {cfg.get('steps')} x {cfg.get('prompts_per_step')} prompts x {cfg.get('group_size')} samples, "
+        f"lr {cfg.get('lr')}, seed {cfg.get('seed')}, LoRA {'yes (merged)' if cfg.get('lora') else 'no'}",
+        f"- prompt format: {m.get('prompt_format')}; sampling: {json.dumps(cfg.get('sampling', {}), sort_keys=True)}",
+        f"- rlvr {m.get('versions', {}).get('rlvr')}, git {m.get('git_commit')}, created {m.get('created')}",
+        "",
+        "Reproduce: `rlvr train --config config.yaml` (the run folder's resolved config).",
+    ]
+    if readiness is not None:
+        checks = ", ".join(f"{k}: {v}" for k, v in readiness.get("checks", {}).items())
+        lines += ["", f"## Readiness audit: {readiness.get('status')}", "", checks, "", "See `audit/report.html`."]
+    path = run / "model" / "README.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -28,6 +28,7 @@ from rlvr.audit.runs import (
     load_eval_run,
     load_train_run,
 )
+from rlvr.runlog import write_model_card
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
 
@@ -130,4 +131,6 @@ def run_audit(
         ablations=[str(a.path) for a in ctx.ablations],
     )
     result.files = write_reports(result, plots=plots)
+    if ctx.run.path.resolve() == Path(run_dir).resolve():  # the model card gains the readiness summary
+        write_model_card(ctx.run.path, {"status": result.status, "checks": {c.name: c.status for c in result.checks}})
     return result

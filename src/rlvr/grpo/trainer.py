@@ -35,7 +35,7 @@ from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
-from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl
+from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl, write_model_card
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["GRPOTrainer"]
@@ -402,6 +402,8 @@ class GRPOTrainer:
         self.runner.close()
         self.sampler.close()
         self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
+        if self.dist.main:
+            write_model_card(self.run.path)
         self.dist.barrier()
         self.dist.close()
         return self.run.path
