@@ -49,11 +49,11 @@ def real_model_dir() -> Path:
 @pytest.fixture(scope="session")
 def os_sandbox():
     """The OS sandbox backend (bubblewrap); skips with the install hint where there is none."""
-    from rlvr.search import _jail
+    from rlvr.sandbox.jail import SandboxUnavailable, detect
 
     try:
-        return _jail.detect()
-    except _jail.SandboxUnavailable as e:
+        return detect()
+    except SandboxUnavailable as e:
         pytest.skip(f"no OS sandbox here: {e}")
 
 

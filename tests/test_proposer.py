@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from rlvr.sandbox import SandboxUnavailable, validate
 from rlvr.search.primitives import PRIMITIVES
 from rlvr.search.proposer import (
     Candidate,
@@ -19,7 +20,6 @@ from rlvr.search.proposer import (
     normalized_hash,
     parse_spec,
 )
-from rlvr.search.sandbox import SandboxUnavailable, validate
 from rlvr.tasks import Step
 
 GOOD = "16-3-4=<<16-3-4=9>>9 eggs\n9*2=<<9*2=18>>18 dollars\n#### 18"

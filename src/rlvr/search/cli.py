@@ -45,9 +45,9 @@ def search(
     if ctx.invoked_subcommand is not None:
         return
     from rlvr.config import load_config
+    from rlvr.sandbox import SandboxUnavailable
     from rlvr.search.config import SEARCH_PRESETS, SearchConfig
     from rlvr.search.run import SearchError, run_search
-    from rlvr.search.sandbox import SandboxUnavailable
 
     if resume is not None:
         if not (resume / "config.yaml").is_file() or not (resume / "search.db").is_file():

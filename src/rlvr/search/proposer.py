@@ -1,5 +1,5 @@
 """Proposers of candidate reward functions for reward search: each round returns `Candidate`s (Python
-source defining `reward(completions, **kwargs)`) for the sandbox (`rlvr.search.sandbox.validate`).
+source defining `reward(completions, **kwargs)`) for the sandbox (`rlvr.sandbox.validate`).
 
 * `OfflineProposer` composes 1-3 primitives (`rlvr.search.primitives`) with weights, and in later
   rounds mutates and recombines the top-ranked candidates of `history`. It needs no network, is
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.search._static import ALLOWED_MODULES, DEFAULT_RANGE, static_check
+from rlvr.sandbox import ALLOWED_MODULES, DEFAULT_RANGE, static_check
 from rlvr.search.primitives import IMPORTS, PRIMITIVES, get_primitive
 
 __all__ = [

@@ -185,7 +185,7 @@ class Search:
         return self.store.candidates(rnd)
 
     def validate(self, rows: list[CandidateRow]) -> list[CandidateRow]:
-        from rlvr.search.sandbox import validate
+        from rlvr.sandbox import validate
 
         for row in rows:
             if row.accepted is None:

@@ -183,7 +183,7 @@ def _train_config(job: ScreenJob):
 
 def _load_members(job: ScreenJob) -> EnsembleReward | None:
     """The members in their jails, as one ensemble reward; None for the base-rewards-only control."""
-    from rlvr.search.sandbox import load
+    from rlvr.sandbox import load
 
     if not job.members:
         return None

@@ -47,15 +47,15 @@ def test_a_valid_reward_is_accepted_under_lowered_inherited_limits(tmp_path: Pat
 
 def test_a_worker_side_failure_names_its_cause(monkeypatch, os_sandbox) -> None:
     """A limit the worker may not set used to surface as 'the worker exited (exit status 1)'."""
-    from rlvr.search import _jail, sandbox
+    from rlvr.sandbox import core, jail
 
-    real = _jail.worker_config
+    real = jail.worker_config
 
     def impossible(**kw):
         cfg = real(**kw)
         cfg["limits"] = {**cfg["limits"], "cpu_s": "3600"}  # the worker's setrlimit raises TypeError
         return cfg
 
-    monkeypatch.setattr(sandbox, "worker_config", impossible)
-    r = sandbox.validate(VALID)
+    monkeypatch.setattr(core, "worker_config", impossible)
+    r = core.validate(VALID)
     assert not r.accepted and "TypeError" in r.reason, r.reason  # the worker's own last stderr line

@@ -2,13 +2,14 @@
 in-jail worker enforces again at run time (stage 3).
 
 The static check is a filter for honest mistakes and obvious escapes, not a security boundary: the
-OS jail in `_jail.py` is. It runs in the host process on untrusted text, so it never executes or
+OS jail in `rlvr.sandbox.jail` is. It runs in the host process on untrusted text, so it never executes or
 imports anything, bounds the input before parsing, and walks the tree iteratively (`ast.walk`).
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import string
 from dataclasses import dataclass
@@ -18,13 +19,15 @@ __all__ = [
     "DEFAULT_RANGE",
     "ENTRY",
     "FROM_ONLY",
+    "HIDDEN_ATTRS",
     "MAX_SOURCE_CHARS",
     "SAFE_BUILTINS",
     "StaticResult",
+    "check_entry_name",
     "static_check",
 ]
 
-ENTRY = "reward"  # the top-level function a candidate must define
+ENTRY = "reward"  # the top-level function a candidate must define, unless the caller names another
 DEFAULT_RANGE = (-10.0, 10.0)  # reward range when the candidate declares no `RANGE = (lo, hi)`
 MAX_SOURCE_CHARS = 50_000
 MAX_LINES = 1_000
@@ -198,13 +201,29 @@ def _check_import(node: ast.Import | ast.ImportFrom) -> list[str]:
     return out
 
 
-def _check_signature(fn: ast.FunctionDef) -> list[str]:
+def check_entry_name(function: str) -> str:
+    """The entry point's name if it can name a top-level function, else raise ValueError (a caller's
+    mistake, e.g. in a config, not the candidate's).
+
+    >>> check_entry_name("score")
+    'score'
+    >>> check_entry_name("my.score")
+    Traceback (most recent call last):
+    ...
+    ValueError: the reward function name must be a Python identifier, got 'my.score'
+    """
+    if not isinstance(function, str) or not function.isidentifier() or keyword.iskeyword(function):
+        raise ValueError(f"the reward function name must be a Python identifier, got {function!r}")
+    return function
+
+
+def _check_signature(fn: ast.FunctionDef, entry: str) -> list[str]:
     a = fn.args
     params = a.posonlyargs + a.args
     if a.posonlyargs or not params or params[0].arg != "completions" or a.kwarg is None:
-        return [f"`{ENTRY}` must have the signature ({ENTRY}(completions, **kwargs))"]
+        return [f"`{entry}` must have the signature ({entry}(completions, **kwargs))"]
     if fn.decorator_list:
-        return [f"`{ENTRY}` must not be decorated"]
+        return [f"`{entry}` must not be decorated"]
     return []
 
 
@@ -257,30 +276,35 @@ def _check_range(tree: ast.Module) -> tuple[list[str], tuple[float, float]]:
     return [f"RANGE must be two numeric literals lo < hi with |lo|, |hi| <= {MAX_RANGE_ABS:g}"], DEFAULT_RANGE
 
 
-def _check_entry(tree: ast.Module) -> list[str]:
-    defs = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == ENTRY]
+def _check_entry(tree: ast.Module, entry: str) -> list[str]:
+    defs = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == entry]
     if not defs:
-        return [f"no top-level function named `{ENTRY}`: define `def {ENTRY}(completions, **kwargs)`"]
+        return [f"no top-level function named `{entry}`: define `def {entry}(completions, **kwargs)`"]
     binds = sum(
         1
         for n in ast.walk(tree)
-        if (isinstance(n, ast.FunctionDef) and n.name == ENTRY)
-        or (isinstance(n, ast.Name) and n.id == ENTRY and not isinstance(n.ctx, ast.Load))
-        or (isinstance(n, ast.alias) and (n.asname or n.name) == ENTRY)
+        if (isinstance(n, ast.FunctionDef) and n.name == entry)
+        or (isinstance(n, ast.Name) and n.id == entry and not isinstance(n.ctx, ast.Load))
+        or (isinstance(n, ast.alias) and (n.asname or n.name) == entry)
     )
     if len(defs) > 1 or binds > 1:
-        return [f"`{ENTRY}` must be defined exactly once and never rebound"]
-    return _check_signature(defs[0])
+        return [f"`{entry}` must be defined exactly once and never rebound"]
+    return _check_signature(defs[0], entry)
 
 
-def static_check(source: str) -> StaticResult:
-    """Check candidate source without running it (see docs/sandbox.md for the rules).
+def static_check(source: str, function: str = ENTRY) -> StaticResult:
+    """Check candidate source without running it (see docs/sandbox.md for the rules). `function`
+    names the entry point, a top-level `def function(completions, **kwargs)`; other top-level
+    functions are helpers. A name that is not an identifier raises ValueError.
 
     >>> static_check("def reward(completions, **kwargs):\\n    return [0.0 for _ in completions]").ok
     True
     >>> static_check("import os\\ndef reward(completions, **kwargs):\\n    return []").reason
     "line 1: import of 'os' is not allowed"
+    >>> static_check("def score(completions, **kwargs):\\n    return []", function="score").ok
+    True
     """
+    entry = check_entry_name(function)
     if not isinstance(source, str):
         return StaticResult(False, "source must be a str")
     if len(source) > MAX_SOURCE_CHARS or source.count("\n") >= MAX_LINES:
@@ -297,7 +321,7 @@ def static_check(source: str) -> StaticResult:
     for node in nodes:
         problems += [(getattr(node, "lineno", 0), msg) for msg in _check_node(node)]
     range_problems, declared = _check_range(tree)
-    problems += [(0, msg) for msg in range_problems + _check_entry(tree)]
+    problems += [(0, msg) for msg in range_problems + _check_entry(tree, entry)]
     if problems:
         problems = sorted(set(problems))
         shown = [f"line {ln}: {msg}" if ln else msg for ln, msg in problems[:MAX_REPORTED]]

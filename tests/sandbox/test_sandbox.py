@@ -1,4 +1,4 @@
-"""Tests for rlvr.search.sandbox: the four validation stages, the call wrapper, and the OS jail.
+"""Tests for rlvr.sandbox: the four validation stages, the entry point's name, the call wrapper, the OS jail.
 
 The OS-layer tests load code with `_skip_checks=True` (no static check, real builtins) so that only
 bubblewrap, seccomp and the rlimits stand between the code and the machine; they are skipped when
@@ -7,6 +7,7 @@ no sandbox can be created here (`apt-get install bubblewrap`).
 
 from __future__ import annotations
 
+import importlib
 import io
 import math
 import os
@@ -19,8 +20,9 @@ import pytest
 from rich.console import Console
 
 import rlvr
-from rlvr.search import _jail, sandbox
-from rlvr.search.sandbox import RewardRejected, SandboxUnavailable, UnsafeSandboxWarning, Validation
+import rlvr.sandbox as sandbox
+from rlvr.sandbox import RewardRejected, SandboxUnavailable, UnsafeSandboxWarning, Validation, core
+from rlvr.sandbox import jail as oslayer
 
 SIMPLE = '''
 from rlvr.verify import verify_answer
@@ -47,19 +49,16 @@ def reward(completions, answer, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def jail() -> _jail.Backend:
-    try:
-        return _jail.detect()
-    except SandboxUnavailable as e:
-        pytest.skip(f"no OS sandbox here: {e}")
+def jail(os_sandbox) -> oslayer.Backend:
+    return os_sandbox
 
 
-def _reference(source: str) -> list:
+def _reference(source: str, function: str = "reward") -> list:
     """Run trusted test source in-process on the probe batch (what the jail must reproduce)."""
     ns: dict = {}
     exec(source, ns)
     completions, columns = sandbox.probe_batch()
-    return ns["reward"](completions, **columns)
+    return ns[function](completions, **columns)
 
 
 def _procs_with(tag: str, settle_s: float = 0.0) -> list[int]:
@@ -290,6 +289,89 @@ def test_check_file_exit_codes(jail, tmp_path: Path) -> None:
     assert "accepted" in text and "rejected" in text and "static" in text and "cannot read" in text
 
 
+# --- the entry point's name (function=) --------------------------------------------------------
+
+TWO = """
+from rlvr.verify import verify_answer
+
+RANGE = (0, 1)
+
+
+def reward(completions, **kwargs):
+    return [0.0 for _ in completions]
+
+
+def score(completions, answer, **kwargs):
+    return [1.0 if verify_answer(c, a).correct else 0.0 for c, a in zip(completions, answer)]
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        (BODY, "no top-level function named `score`: define `def score(completions, **kwargs)`"),
+        ("def score(xs):\n    return []", "`score` must have the signature"),
+        ("def score(completions):\n    return []", "`score` must have the signature"),
+        ("def score(completions, **kwargs):\n    return []\nscore = len", "`score` must be defined exactly once"),
+        ("import functools\n@functools.cache\ndef score(completions, **kwargs):\n    return []", "not be decorated"),
+    ],
+)
+def test_static_check_enforces_the_named_entry_point(source: str, needle: str) -> None:
+    v = sandbox.validate(source, function="score")  # stage 1 needs no sandbox
+    assert (v.accepted, v.stage) == (False, "static")
+    assert needle in v.reason, v.reason
+
+
+def test_the_entry_point_defaults_to_reward_and_other_functions_are_helpers() -> None:
+    assert sandbox.static_check(TWO).ok and sandbox.static_check(TWO, function="score").ok
+    assert sandbox.static_check(BODY, "reward").ok
+    assert "no top-level function named `reward`" in sandbox.static_check(TWO.replace("def reward", "def r")).reason
+
+
+@pytest.mark.parametrize("name", ["my.score", "", "class", "1st", "score()", None])
+def test_an_entry_point_name_that_is_not_an_identifier_is_a_caller_error(name) -> None:
+    with pytest.raises(ValueError, match="must be a Python identifier"):
+        sandbox.static_check(BODY, function=name)
+    with pytest.raises(ValueError, match="must be a Python identifier"):
+        sandbox.validate(BODY, function=name)
+    with pytest.raises(ValueError, match="must be a Python identifier"):
+        sandbox.load(BODY, function=name, _skip_checks=True)  # checked before any worker starts
+
+
+def test_named_entry_point_is_probed_loaded_called_and_pickled(jail, tmp_path: Path) -> None:
+    default = sandbox.validate(TWO)
+    assert default.accepted and default.probe_raw == [0.0] * 14, default.reason
+    named = sandbox.validate(TWO, function="score")
+    assert named.accepted, named.reason
+    assert named.probe_raw == _reference(TWO, "score") and 1.0 in named.probe_raw
+    with sandbox.load(TWO, function="score", name="score") as r:
+        assert r.function == "score" and r(["#### 3", "#### 4"], answer=["3", "3"]) == [1.0, 0.0]
+        with pickle.loads(pickle.dumps(r)) as clone:
+            assert clone.function == "score" and clone(["#### 3"], answer=["3"]) == [1.0]
+    f = tmp_path / "mine.py"
+    f.write_text(TWO)
+    out = io.StringIO()
+    assert sandbox.check_file(f, function="score", console=Console(file=out, width=120)) == 0
+    assert sandbox.check_file(f, function="other", console=Console(file=out, width=120)) == 1
+    assert "no top-level function named `other`" in out.getvalue()
+
+
+def test_the_worker_looks_up_the_named_entry_point(jail) -> None:
+    """With the static check off, the jailed worker itself must find `score` (stage 3)."""
+    with pytest.raises(RewardRejected, match="no callable `score`") as e:
+        sandbox.load("reward = len\nscore = 5", function="score", _skip_checks=True)
+    assert e.value.validation.stage == "namespace"
+    with sandbox.load("def score(completions, **kwargs):\n    return [2.0]", function="score", _skip_checks=True) as r:
+        assert r(["x"]) == [2.0]
+
+
+def test_search_sandbox_is_a_thin_alias() -> None:
+    alias = importlib.import_module("rlvr.search.sandbox")  # deprecated, kept for one release
+    assert "deprecated" in (alias.__doc__ or "").lower()
+    assert alias.__all__ and set(alias.__all__) <= set(sandbox.__all__)
+    assert all(getattr(alias, name) is getattr(sandbox, name) for name in alias.__all__)
+
+
 # --- the OS layer (static check and restricted namespace bypassed) ------------------------------
 
 
@@ -381,10 +463,10 @@ def test_fork_bomb_is_blocked_by_seccomp(jail) -> None:
 
 
 def test_fork_bomb_is_bounded_without_seccomp_and_cleaned_up(jail, monkeypatch) -> None:
-    monkeypatch.setattr(_jail, "detect", lambda: _jail.Backend(**{**jail.__dict__, "seccomp": False}))
+    monkeypatch.setattr(oslayer, "detect", lambda: oslayer.Backend(**{**jail.__dict__, "seccomp": False}))
     r = _run(FORK_BOMB)
     made = r(["x"])[0]
-    assert made is not None and 0 < made * 100 < _jail.DEFAULT_LIMITS["processes"], r.last_error
+    assert made is not None and 0 < made * 100 < oslayer.DEFAULT_LIMITS["processes"], r.last_error
     tag = r.tag
     assert tag is not None
     t0 = time.monotonic()
@@ -442,17 +524,17 @@ def reward(completions, **kwargs):
 
 
 def test_seccomp_program_shape() -> None:
-    prog = _jail.seccomp_program("x86_64")
+    prog = oslayer.seccomp_program("x86_64")
     assert prog is not None and len(prog) % 8 == 0 and len(prog) // 8 < 256
-    assert _jail.seccomp_program("sparc") is None
+    assert oslayer.seccomp_program("sparc") is None
 
 
 # --- no sandbox ---------------------------------------------------------------------------------
 
 
 def test_unavailable_sandbox_raises_unless_unsafe(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_jail.shutil, "which", lambda name: None)
-    _jail.detect.cache_clear()
+    monkeypatch.setattr(oslayer.shutil, "which", lambda name: None)
+    oslayer.detect.cache_clear()
     try:
         with pytest.raises(SandboxUnavailable, match="bubblewrap"):
             sandbox.validate(SIMPLE)
@@ -467,10 +549,10 @@ def test_unavailable_sandbox_raises_unless_unsafe(monkeypatch, tmp_path: Path) -
         assert sandbox.check_file(good, console=Console(file=io.StringIO())) == 3
     finally:
         monkeypatch.undo()
-        _jail.detect.cache_clear()
+        oslayer.detect.cache_clear()
 
 
 def test_clean_values_rules() -> None:
-    values, problems = sandbox.clean_values([0, -10, 10, 10.5, "inf", {"type": "list"}, None], 7, (-10, 10))
+    values, problems = core.clean_values([0, -10, 10, 10.5, "inf", {"type": "list"}, None], 7, (-10, 10))
     assert values == [0.0, -10.0, 10.0, None, None, None, None]
     assert len(problems) == 3 and all(not math.isnan(v) for v in values if v is not None)

@@ -1,8 +1,9 @@
 """The in-jail side of the reward sandbox: loads one candidate reward and answers calls over pipes.
 
-Run by `_jail.py` as a script (`python -I -S -B _worker.py CONFIG_JSON`) inside the OS jail; it
-imports only the standard library (the jail holds no site-packages) and `rlvr.verify`. Everything
-after `load` runs untrusted code in this process, so the host trusts nothing this process writes.
+Run by `rlvr.sandbox.jail` as a script inside the OS jail (`python -I -S -B
+/opt/rlvr/rlvr/sandbox/worker.py CONFIG_JSON`), never imported as a module; it imports only the
+standard library (the jail holds no site-packages) and `rlvr.verify`. Everything after `load` runs
+untrusted code in this process, so the host trusts nothing this process writes.
 
 Protocol, one JSON object per line. The host writes to stdin:
 `{"op": "load", "source": ...}` then any number of `{"op": "call", "id": k, "completions": [...],

@@ -1,6 +1,6 @@
 """The OS layer of the reward sandbox: bubblewrap jail, seccomp filter, rlimits, and one worker process.
 
-Every execution of candidate code happens in `_worker.py` started through `Backend.argv`: bubblewrap
+Every execution of candidate code happens in `rlvr/sandbox/worker.py` started through `Backend.argv`: bubblewrap
 with fresh pid/net/ipc/uts(/cgroup) namespaces, a read-only view of only the Python runtime and the
 `rlvr` package, a private size-limited tmpfs /tmp, uid/gid 65534 with no capabilities, a seccomp
 deny-list (no sockets, no new processes, no mounts/namespaces/ptrace/bpf/io_uring/keyrings), and
@@ -30,12 +30,24 @@ from pathlib import Path
 from typing import Any
 
 import rlvr
-from rlvr.search import _static
+from rlvr.sandbox.static import ALLOWED_MODULES, ENTRY, FROM_ONLY, HIDDEN_ATTRS, SAFE_BUILTINS
 
-__all__ = ["Backend", "SandboxUnavailable", "UnsafeSandboxWarning", "WorkerError", "WorkerProcess", "get_backend"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Backend",
+    "SandboxUnavailable",
+    "UnsafeSandboxWarning",
+    "WorkerError",
+    "WorkerProcess",
+    "detect",
+    "get_backend",
+    "seccomp_program",
+    "worker_config",
+]
 
 JAIL_UID = 65534  # nobody
 JAIL_PKG_ROOT = "/opt/rlvr"  # the rlvr package is mounted read-only at /opt/rlvr/rlvr
+WORKER_SCRIPT = "sandbox/worker.py"  # run as a script, relative to the rlvr package directory
 TMPFS_BYTES = 16 << 20
 SELFTEST_TIMEOUT_S = 15.0
 DEFAULT_LIMITS = {
@@ -203,8 +215,8 @@ class Backend:
     @property
     def worker_path(self) -> str:
         if self.kind == "bwrap":
-            return f"{JAIL_PKG_ROOT}/rlvr/search/_worker.py"
-        return str(_package_dir() / "search" / "_worker.py")
+            return f"{JAIL_PKG_ROOT}/rlvr/{WORKER_SCRIPT}"
+        return str(_package_dir() / WORKER_SCRIPT)
 
     @property
     def pkg_root(self) -> str:
@@ -248,16 +260,19 @@ class Backend:
         return a + cmd
 
 
-def worker_config(*, restricted: bool, limits: dict[str, int], selftest: bool = False) -> dict[str, Any]:
-    """The worker's policy: allowlists from `_static`, limits, and a tag to find its processes."""
+def worker_config(
+    *, restricted: bool, limits: dict[str, int], selftest: bool = False, entry: str = ENTRY
+) -> dict[str, Any]:
+    """The worker's policy: the entry point's name, allowlists from `rlvr.sandbox.static`, limits,
+    and a tag to find its processes."""
     return {
         "path": "",  # filled by WorkerProcess from the backend
-        "entry": _static.ENTRY,
+        "entry": entry,
         "restricted": restricted,
-        "modules": sorted(_static.ALLOWED_MODULES),
-        "from_only": {k: sorted(v) for k, v in _static.FROM_ONLY.items()},
-        "hidden": {k: sorted(v) for k, v in _static.HIDDEN_ATTRS.items()},
-        "builtins": sorted(_static.SAFE_BUILTINS),
+        "modules": sorted(ALLOWED_MODULES),
+        "from_only": {k: sorted(v) for k, v in FROM_ONLY.items()},
+        "hidden": {k: sorted(v) for k, v in HIDDEN_ATTRS.items()},
+        "builtins": sorted(SAFE_BUILTINS),
         "limits": {**DEFAULT_LIMITS, **limits},
         "selftest": selftest,
         "tag": uuid.uuid4().hex,
