@@ -207,6 +207,179 @@ def test_wrong_value(completion: str, gold: str, parsed: str) -> None:
     assert verify_answer(completion, gold) == Verdict(False, parsed, "wrong value")
 
 
+HEDGED = Verdict(False, None, "hedged answer")
+
+
+def _ok(parsed: str) -> Verdict:
+    return Verdict(True, parsed, "correct")
+
+
+def _wrong(parsed: str) -> Verdict:
+    return Verdict(False, parsed, "wrong value")
+
+
+# Issue #16, by class of miss: (completion, gold, verdict). Each class has forms that must now be
+# read, the hacks it must keep rejecting, and near-misses that must keep working.
+CURRENCY = [
+    ("USD 20", "20", _ok("20")),
+    ("#### USD 20", "20", _ok("20")),
+    ("#### EUR 1,000.50", "1000.5", _ok("1000.5")),
+    ("The answer is US$20.", "20", _ok("20")),
+    ("#### US$ 20", "20", _ok("20")),
+    ("\\boxed{HK$20}", "20", _ok("20")),
+    ("Answer: 20 USD", "20", _ok("20")),
+    ("#### 20 EUR", "20", _ok("20")),
+    ("#### ¥20", "20", _ok("20")),
+    ("#### ₹1,500", "1500", _ok("1500")),
+    ("Q: How much?\nA: GBP 5", "5", _ok("5")),
+    ("#### USD -20", "-20", _ok("-20")),
+    ("The answer is Rs. 20.", "20", _ok("20")),
+    ("So the total is US$20", "20", _ok("20")),
+    ("#### USD 20", "21", _wrong("20")),
+    ("#### USD 20 or USD 21", "20", HEDGED),
+    ("#### US$20\nAnswer: US$21", "20", Verdict(False, None, "conflicting marked answers")),
+    ("#### USD", "20", Verdict(False, None, "marker without number")),
+    ("#### FAQ 2\n#### 18", "18", _ok("18")),  # a heading, not a currency code
+]
+
+PLUS_SIGN = [
+    ("#### +20", "20", _ok("20")),
+    ("#### + 20", "20", _ok("20")),
+    ("A: +20", "20", _ok("20")),
+    ("Answer: +3.5", "3.5", _ok("3.5")),
+    ("\\boxed{+20}", "20", _ok("20")),
+    ("The answer is +$20.", "20", _ok("20")),
+    ("#### +1,000", "1000", _ok("1000")),
+    ("It went up by +20", "20", _ok("20")),
+    ("#### +20", "-20", _wrong("20")),
+    ("#### -20", "20", _wrong("-20")),
+    ("#### 18 + 2", "20", HEDGED),
+    ("#### +20 or +21", "20", HEDGED),
+]
+
+MATH_DELIMITERS = [
+    ("#### \\(20\\)", "20", _ok("20")),
+    ("The answer is \\(20\\).", "20", _ok("20")),
+    ("The answer is \\[ 20 \\]", "20", _ok("20")),
+    ("The answer is:\n\\[\n20\n\\]", "20", _ok("20")),
+    ("#### \\[\n\\frac{40}{2}\n\\]", "20", _ok("20")),
+    ("Answer: $$\n20\n$$", "20", _ok("20")),
+    ("A: \\(-20\\)", "-20", _ok("-20")),
+    ("\\(\\boxed{20}\\)", "20", _ok("20")),
+    ("The answer is \\(20\\%\\)", "20", _ok("20")),
+    ("So the total is \\(20\\).", "20", _ok("20")),
+    ("The answer is \\[ 20", "20", _ok("20")),  # never closed: read as a sentence
+    ("#### \\(20\\) or \\(21\\)", "20", HEDGED),
+    ("The answer is \\[\n20 or 21\n\\]", "20", HEDGED),
+    ("The answer is \\[\n20\n\\]\n#### 21", "20", Verdict(False, None, "conflicting marked answers")),
+    ("#### \\(\\)", "20", Verdict(False, None, "marker without number")),
+    ("\\(3\\)\\(4\\)", "34", _wrong("4")),  # two numbers, not one glued together
+]
+
+LISTS = [
+    ("The answer is 4; 6", "4", HEDGED),
+    ("Answer: 4, 6", "6", HEDGED),
+    ("Answer: 4;6", "4", HEDGED),
+    ("#### 4; 6; 8", "6", HEDGED),
+    ("Answer: 1,000, 2,000", "1000", HEDGED),
+    ("Answer: 1,000; 2,000", "2000", HEDGED),
+    ("Answer: 4,60", "4", HEDGED),
+    ("#### 1,0000", "10000", HEDGED),  # not a thousands separator
+    ("Answers: 4 and 6", "6", HEDGED),
+    ("The answers are 4, 6.", "4", HEDGED),
+    ("It is 4; 6", "6", HEDGED),
+    ("Possible values: 4, 6, and 8", "8", HEDGED),
+    ("It is 4, 6, or 8", "8", HEDGED),
+    ("Answer: 1,000", "1000", _ok("1000")),
+    ("#### 12,345.5", "12345.5", _ok("12345.5")),
+    ("The answer is 1,234,567.", "1234567", _ok("1234567")),
+    ("Answer: 4, which is the total", "4", _ok("4")),
+    ("She has 4 apples, and Tom has 6.", "6", _ok("6")),
+    ("x = 4; y = 6, so 10 in all.", "10", _ok("10")),
+]
+
+OR_CHAINS = [
+    ("18 or 19 or 20 or 21", "20", HEDGED),
+    ("18 or 19 or 20 or 21", "21", HEDGED),
+    ("#### 18 or 19 or 20 or 21", "18", HEDGED),
+    ("The answer is 18 or 19 or 20.", "19", HEDGED),
+    ("It could be 18, 19, 20, or 21", "21", HEDGED),
+    ("eighteen or nineteen or twenty", "20", HEDGED),
+    ("\\boxed{18} or 19", "18", HEDGED),
+    ("<answer>18</answer> or 19", "18", HEDGED),
+    ("The answer is 18. Or maybe 19.", "18", HEDGED),
+    ("#### 18\nor 19\nor 20", "18", HEDGED),
+    ("The answer is 18 or so.", "18", _ok("18")),
+    ("#### 18\nOr, in words, eighteen.", "18", _ok("18")),
+    ("\\boxed{18} or \\(18\\)", "18", _ok("18")),
+    ("#### 18\nOr in other words 2 dozen less 6", "18", _ok("18")),
+    ("First 18 or 19 seemed possible; the answer is 19.", "19", _ok("19")),
+]
+
+# Decision (see rule 5 of rlvr.verify.answer): a stated result is credited, an unevaluated
+# expression never is (it reads as two values, a hedge); one number's notation is not an expression.
+EXPRESSIONS = [
+    ("#### 3*4 = 12", "12", _ok("12")),
+    ("#### 3 * 4 = 12", "12", _ok("12")),
+    ("The answer is 180 * 2 = 360.", "360", _ok("360")),
+    ("#### 3 \\times 4 = 12", "12", _ok("12")),
+    ("\\boxed{3 \\cdot 4 = 12}", "12", _ok("12")),
+    ("#### 3*4 => 12", "12", _ok("12")),
+    ("#### 3*4 → 12", "12", _ok("12")),
+    ("The answer is $3 \\times 4 \\Rightarrow 12$.", "12", _ok("12")),
+    ("#### 36/2", "18", _ok("18")),
+    ("#### 1.8 \\times 10^1", "18", _ok("18")),
+    ("#### 3*4", "12", HEDGED),
+    ("#### 3*4", "4", HEDGED),
+    ("#### 3*4", "3", HEDGED),
+    ("The answer is 180 * 2", "360", HEDGED),
+    ("The answer is 180 * 2", "2", HEDGED),
+    ("#### 36 / 2", "18", HEDGED),
+    ("\\boxed{3 \\times 4}", "12", HEDGED),
+    ("Answer: 10 - 3", "7", HEDGED),
+    ("#### 3+4", "7", HEDGED),
+    ("#### 3*3", "3", HEDGED),  # one repeated value, still unevaluated
+    ("Answer: 9 + 9", "9", HEDGED),
+    ("#### 2 \\times 10^1", "20", _ok("20")),
+    ("#### 3*4 = 12", "4", _wrong("12")),
+    ("#### 3*4 = 13", "12", _wrong("13")),
+]
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "verdict"), CURRENCY + PLUS_SIGN + MATH_DELIMITERS + LISTS + OR_CHAINS + EXPRESSIONS
+)
+def test_issue_16_classes(completion: str, gold: str, verdict: Verdict) -> None:
+    assert verify_answer(completion, gold) == verdict
+    expected = (verdict.parsed, "ok") if verdict.parsed is not None else (None, verdict.reason)
+    assert extract_answer(completion) == expected
+
+
+def test_notation_and_hedges_over_random_numbers() -> None:
+    rng = random.Random(3)
+    for n in [0, 1, 999, 1000] + [rng.randint(-(10**7), 10**7) for _ in range(100)]:
+        m = abs(n)
+        for completion, gold in [
+            (f"#### USD {n:,}", n),
+            (f"The answer is US${n:,}.", n),
+            (f"#### {n:,} EUR", n),
+            (f"#### +{m}", m),
+            (f"#### \\({n}\\)", n),
+            (f"The answer is:\n\\[\n{n}\n\\]", n),
+        ]:
+            assert verify_answer(completion, str(gold)) == Verdict(True, str(gold), "correct"), completion
+            assert not verify_answer(completion, str(gold + 1)).correct, completion
+        for hedge in [
+            f"Answer: {n}; {n + 1}",
+            f"The answer is {n:,}, {n + 1:,}",
+            f"{n - 1} or {n} or {n + 1} or {n + 2}",
+            f"It is {n - 2}, {n - 1}, or {n}",
+            f"\\boxed{{{n}}} or {n + 1}",
+            f"#### {n} * 1",
+        ]:
+            assert verify_answer(hedge, str(n)) == HEDGED, hedge
+
+
 def test_extract_answer_matches_verify() -> None:
     assert extract_answer("#### 1,000") == ("1000", "ok")
     assert extract_answer("Answer: 18 or 19") == (None, "hedged answer")
@@ -240,8 +413,15 @@ def test_reanswer_is_not_a_marker() -> None:
         ("ninety-nine", Fraction(99)),
         ("a hundred", Fraction(100)),
         ("x = 4", Fraction(4)),
+        ("+18", Fraction(18)),
+        ("USD 18", Fraction(18)),
+        ("US$18", Fraction(18)),
+        ("\\(18\\)", Fraction(18)),
+        ("3*4 → 12", Fraction(12)),
         ("18 or 19", None),
         ("18, 19", None),
+        ("4; 6", None),
+        ("1,0000", None),
         ("", None),
         ("no number", None),
         ("nan", None),
@@ -336,6 +516,10 @@ def test_never_crashes_and_reasons_are_known() -> None:
         lambda n: "The answer is " * (n // 14),
         lambda n: "١" * n,
         lambda n: "{" * n + "18",
+        lambda n: "The answer is \\[" * (n // 16),
+        lambda n: "\\(" * (n // 2) + "18",
+        lambda n: "\\boxed{18} or " * (n // 14),
+        lambda n: "1; " * (n // 3),
     ],
 )
 def test_one_megabyte_is_fast(make: object) -> None:

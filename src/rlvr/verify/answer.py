@@ -2,24 +2,38 @@
 
 Rules, in the order they apply:
 
-1. Markers. The explicit answer markers are `####`, `Answer:` (any case, also `Final answer:` and
-   `**Answer:**`), `... answer is` (any case), `\\boxed{...}`, `<solution>...</solution>`,
-   `<answer>...</answer>`, and `A:` at the start of a line. A marker's region is its brace or tag
-   content, or for the phrase markers the rest of the sentence on its line (the next line when the
-   marker ends its line), never past the next marker and never longer than `MAX_REGION` characters.
-   `####` and line-start `A:` only hold a value when their region starts with a number, so markdown
+1. Markers. The explicit answer markers are `####`, `Answer:` (any case, also `Final answer:`,
+   `**Answer:**` and the label `Answers:`), `... answer is` / `... answers are` (any case),
+   `\\boxed{...}`, `<solution>...</solution>`, `<answer>...</answer>`, and `A:` at the start of a line.
+   A marker's region is its brace or tag content, or for the phrase markers the rest of the sentence
+   on its line (the next line when the marker ends its line; a display-math block `\\[ ... \\]`,
+   `\\( ... \\)` or `$$ ... $$` that opens the region is read to its closing delimiter, across lines),
+   never past the next marker and never longer than `MAX_REGION` characters. `####` and line-start
+   `A:` only hold a value when their region starts with a number (after a sign, a currency symbol or
+   code, or a math delimiter: `#### +20`, `#### USD 20`, `#### US$20`, `#### \\(20\\)`), so markdown
    headings (`#### Step 1`) and chain-of-thought (`A: Let's think`) hold none.
 2. The final answer is the value of the last marker that holds one. Every marker that holds a value
    must hold the same one (`#### 18` then `Answer: 19` is "conflicting marked answers"; several
    `\\boxed{}` that disagree are "conflicting boxes"), and none may be hedged, non-finite or written
-   in non-ASCII digits. Markers that hold no number are ignored unless no marker holds one
-   ("marker without number").
+   in non-ASCII digits. A region is hedged when it holds two values (`18 or 19 or 20`, a list
+   `4, 6` or `4; 6`, a range) and also when the text right after it goes on with `or` and a
+   different number (`\\boxed{18} or 19`, `The answer is 18. Or 19.`). Markers that hold no number
+   are ignored unless no marker holds one ("marker without number").
 3. With no marker at all, the answer is the last number in the text, unless a hedge (`18 or 19`,
-   `18, 19`, `18 to 19`, `18-19`) leads into it.
+   `18, 19`, `18; 19`, `17, 18, or 19`, `17, 18, and 19`, `18 to 19`, `18-19`, `between 18 and 19`)
+   leads into it.
 4. A region reads as one number after normalising (see `rlvr.verify.numbers.read_number`): thousands
-   separators, currency, unit words, `%`, trailing punctuation, decimals, fractions, `\\frac`,
-   scientific notation and English number words are understood; `=` keeps what follows the last one.
-   Comparison with the gold is exact (`fractions.Fraction`).
+   separators (a comma before exactly three digits), a leading `+`, currency symbols and codes
+   (`$`, `US$`, `€`, `USD 20`, `20 EUR`), LaTeX math delimiters, unit words, `%`, trailing
+   punctuation, decimals, fractions, `\\frac`, scientific notation and English number words are
+   understood. Comparison with the gold is exact (`fractions.Fraction`).
+5. Arithmetic. An expression is credited only by the result it states: `=` (or an arrow `=>`, `→`,
+   `\\Rightarrow`) keeps what follows the last one, so `#### 3*4 = 12` answers 12. An unevaluated
+   expression after a marker (`#### 3*4`, `The answer is 180 * 2`) holds two values and is rejected
+   as a hedge: the verifier never computes an answer the completion did not state (math-verify's
+   known flaw is to evaluate such arithmetic and credit it). Notation for one number is not an
+   expression: `36/2` (a fraction, no spaces), `\\frac{36}{2}`, `1.8e1`, `1.8 \\times 10^1`. Without a
+   marker the last-number rule applies as it is (`9 * 2` reads 2).
 
 Cost is linear in the completion: one regex pass per marker kind finds the markers (more than
 `MAX_MARKERS` is itself a rejection), each region is bounded, and the no-marker path scans backwards
@@ -34,6 +48,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rlvr.verify.numbers import (
+    HEDGED,
     MAX_REGION,
     NO_NUMBER,
     OK,
@@ -62,16 +77,25 @@ _MARKERS = {
     "tag": ("<", re.compile(r"<(?P<tagname>(?i:solution|answer))\s*>")),
     "answer": (
         "nswer",
-        re.compile(r"[aA][nN][sS][wW][eE][rR](?:(?:\*\*|\s){0,3}:(?:\*\*)?|\s+[iI][sS]\b:?)"),
+        re.compile(
+            r"[aA][nN][sS][wW][eE][rR](?:[sS]?(?:\*\*|\s){0,3}:(?:\*\*)?|\s+[iI][sS]\b:?|[sS]\s+[aA][rR][eE]\b:?)"
+        ),
     ),
     "qa": ("A:", re.compile(r"\n[ \t]*(?:\*\*)?A:(?:\*\*)?")),
 }
 _QA_AT_START = re.compile(r"[ \t]*(?:\*\*)?A:(?:\*\*)?")
 _LEAD = re.compile(r"[ \t\r\n*:]*")
-_SENTENCE = re.compile(r"(?:[^\n.!?]|[.!?](?!\s|$))*")  # up to a newline or a sentence-ending . ! ?
+# Up to a newline or a sentence-ending . ! ? (the dot of `Rs.` ends no sentence).
+_SENTENCE = re.compile(r"(?:[^\n.!?]|[.!?](?!\s|$)|(?<=Rs)\.)*")
+_MATH_CLOSE = {"\\[": "\\]", "\\(": "\\)", "$$": "$$"}  # display math, which may span lines
+# After a marker's region, `or` and another number continue it into a hedge: `\boxed{18} or 19`,
+# `The answer is 18. Or 19.`, `#### 18` with `or 19` on the next line.
+_OR_AFTER = re.compile(r"[\s.,;:!?)\]}$*]{0,8}\b(?i:or)\s+(?i:(?:maybe|perhaps|possibly)\s+)?")
 _CLOSE_TAG = {"solution": re.compile(r"(?i)</\s*solution\s*>"), "answer": re.compile(r"(?i)</\s*answer\s*>")}
 _DIGIT = re.compile(r"\d")  # any Unicode decimal digit, so non-ASCII answers are seen (and rejected)
-_HEDGE_GAP = re.compile(r"(?i)\s*(?:[a-z%]+\s*){0,2}?(?:or|to|,|-|~|and)\s*(?:maybe\s+|perhaps\s+)?")
+_HEDGE_GAP = re.compile(
+    r"(?i)\s*(?:[a-z%]+\s*){0,2}?(?:[,;]\s*(?:or\b|and\b)?|or|to|-|~|and)\s*(?:maybe\s+|perhaps\s+)?"
+)
 _BETWEEN = re.compile(r"(?i)\bbetween\s*$")
 _NUMBER_CHARS = re.compile(r"[\d,.]*")
 _WINDOW = 4096  # the no-marker path reads the text backwards in windows of this size
@@ -83,8 +107,9 @@ class Verdict:
 
     `parsed` is the extracted final answer in canonical form ("18", "-3", "2.5", "7/3"), or None when
     no single answer could be extracted; `reason` is a short phrase: "correct", "wrong value", "no
-    answer", "hedged answer", "conflicting marked answers", "conflicting boxes", "marker without
-    number", "non-finite", "non-ascii digits", "too many marked answers" or "invalid gold".
+    answer", "hedged answer" (two or more values: `or`, a list, a range, an unevaluated expression),
+    "conflicting marked answers", "conflicting boxes", "marker without number", "non-finite",
+    "non-ascii digits", "too many marked answers" or "invalid gold".
     """
 
     correct: bool
@@ -188,19 +213,37 @@ def _read_marker(text: str, kind: str, m: re.Match[str], stop: int) -> Reading:
     """Read the value a marker of `kind` holds; `stop` is where the next marker starts."""
     end = m.end()
     if kind == "box":
-        return read_number(_braced(text, end))
-    if kind == "tag":
+        region = _braced(text, end)
+        after = end + len(region) + 1
+    elif kind == "tag":
         window = text[end : end + MAX_REGION + 1]
         close = _CLOSE_TAG[m["tagname"].lower()].search(window)
         if close is None:
-            return read_number(_sentence(text, end, stop))
-        if end + close.start() > stop:  # a marker inside the tag answers for it
+            region, after = _sentence(text, end, stop)
+        elif end + close.start() > stop:  # a marker inside the tag answers for it
             return Reading(None, NO_NUMBER)
-        return read_number(window[: close.start()])
-    region = _sentence(text, end, stop)
-    if kind in ("hash", "qa") and not (region[:1].isdecimal() or starts_with_number(normalise(region))):
-        return Reading(None, NO_NUMBER)
-    return read_number(region)
+        else:
+            region, after = window[: close.start()], end + close.end()
+    else:
+        region, after = _sentence(text, end, stop)
+        if kind in ("hash", "qa") and not (region[:1].isdecimal() or starts_with_number(normalise(region))):
+            return Reading(None, NO_NUMBER)
+    reading = read_number(region)
+    if reading.value is not None and _or_after(text, after, stop, reading.value):
+        return Reading(None, HEDGED)
+    return reading
+
+
+def _or_after(text: str, pos: int, stop: int, value: Fraction) -> bool:
+    """Whether the text after a marker's region goes on with `or` and a different number."""
+    m = _OR_AFTER.match(text, pos, stop)
+    if m is None:
+        return False
+    rest = normalise(text[m.end() : min(stop, m.end() + 64)])
+    if not starts_with_number(rest):
+        return False
+    found = tokens(rest)
+    return bool(found) and found[0].value != value
 
 
 def _braced(text: str, start: int) -> str:
@@ -217,15 +260,25 @@ def _braced(text: str, start: int) -> str:
     return text[start:limit]
 
 
-def _sentence(text: str, start: int, stop: int) -> str:
-    """The answer sentence after a phrase marker: to the end of its line or sentence, before `stop`.
+def _sentence(text: str, start: int, stop: int) -> tuple[str, int]:
+    """The answer sentence after a phrase marker and where it ends: to the end of its line or
+    sentence, before `stop`.
 
-    A marker that ends its line answers on the next non-blank one (`The answer is:\\n\\n18`).
+    A marker that ends its line answers on the next non-blank one (`The answer is:\\n\\n18`). Display
+    math that opens the answer (`\\[`, `\\(`, `$$`) is read to its closing delimiter, across lines.
     """
     lead = _LEAD.match(text, start, min(stop, start + MAX_REGION))
     i = lead.end() if lead else start
-    m = _SENTENCE.match(text, i, min(stop, i + MAX_REGION + 1))
-    return m.group() if m else ""
+    limit = min(stop, i + MAX_REGION + 1)
+    j = i
+    closer = _MATH_CLOSE.get(text[i : i + 2])
+    if closer is not None:
+        close = text.find(closer, i + 2, limit)
+        if close >= 0:
+            j = close + 2
+    m = _SENTENCE.match(text, j, limit)
+    end = m.end() if m else j
+    return text[i:end], end
 
 
 def _last_number(text: str) -> tuple[Fraction | None, str]:
@@ -256,15 +309,17 @@ def _last_number(text: str) -> tuple[Fraction | None, str]:
 
 
 def _hedged_into(norm: str, prev_end: int, last: Token) -> bool:
-    """Whether the text between the previous number and the last one is a hedge (`or`, `,`, `to`, ...)."""
+    """Whether the text between the previous number and the last one is a hedge (`or`, `,`, `;`,
+    `to`, ...), including the end of a list (`17, 18, or 19`, `17, 18, and 19`)."""
     gap = norm[prev_end : last.start]
     if last.neg and not gap.strip():  # "18 -19": a range written with a sign
         return True
     m = _HEDGE_GAP.fullmatch(gap)
     if m is None:
         return False
-    if gap.strip().lower().endswith("and"):  # "and" hedges only in "between 18 and 19"
-        before = norm[:prev_end].rstrip("0123456789,. ")
+    words = gap.strip().lower()
+    if words.endswith("and") and not words[:-3].rstrip().endswith((",", ";")):
+        before = norm[:prev_end].rstrip("0123456789,. ")  # a bare "and" hedges only in "between 18 and 19"
         return _BETWEEN.search(before) is not None
     return True
 

@@ -1,5 +1,12 @@
 """Exact reading of the numbers in a short answer: "$1,000.00", "36/2", "\\frac{36}{2}", "1.8e1", "eighteen".
 
+Signs and money around a number are notation, not values: a leading `+`, currency symbols
+(`$ € £ ¥ ₹ ...`), a letter prefix glued to a dollar sign (`US$`, `HK$`), ISO currency codes before or
+after the number (`USD 20`, `20 EUR`, read past like unit words) and LaTeX math delimiters
+(`\\( \\)`, `\\[ \\]`, `$ $`) carry no value. A thousands separator is a comma followed by
+exactly three digits (`12,345.5`); any other comma separates two numbers (`4,6` and `1,0000` are
+two values, a list).
+
 Every value is a `fractions.Fraction`; nothing here compares floats or calls `eval`. Each function reads
 at most `MAX_REGION` characters, so its cost is bounded whatever the caller passes; the answer extractor
 (`rlvr.verify.answer`) cuts its regions to that size before calling in.
@@ -60,18 +67,25 @@ _FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)\s*(\d)")
 _BARE = re.compile(r"\s*-?\s*\d[\d,]*(?:\.\d+)?\s*", re.ASCII)
 
 # Everything else normalisation does, as one pass: the group that matched picks the replacement.
+# `approx` also takes the arrows that state a result (`3*4 \Rightarrow 12` reads like `3*4 = 12`);
+# `delim`: math delimiters `\( \) \[ \]` become spaces (so `\(3\)\(4\)` stays two numbers);
+# `gone` drops currency (symbols, `US$`-style prefixes), `%` and markdown.
+_MONEY = "$€£¥₹₩₽₺₦₱฿₫₪₴¢%"
 _CLEAN = re.compile(
-    r"(?P<comma>\{,\})|(?P<times>\\(?:times|cdot)(?![a-zA-Z])|·)|(?P<approx>\\(?:approx|simeq|sim)(?![a-zA-Z])|≈)"
-    r"|(?P<pm>\\(?:pm|mp)(?![a-zA-Z])|±|\+/-)|(?P<inf>\\infty|∞)|(?P<gone>\\[$€£%,;:! ]|[$€£%]|\*\*|__)"
+    r"(?P<comma>\{,\})|(?P<times>\\(?:times|cdot)(?![a-zA-Z])|·)"
+    r"|(?P<approx>\\(?:approx|simeq|sim|Rightarrow|rightarrow|implies|Longrightarrow)(?![a-zA-Z])|[≈→⇒⟹])"
+    r"|(?P<pm>\\(?:pm|mp)(?![a-zA-Z])|±|\+/-)|(?P<inf>\\infty|∞)"
+    r"|(?P<delim>\\[()\[\]])"
+    rf"|(?P<gone>\\[$€£%,;:! ]|\b[A-Z]{{1,3}}\$|[{_MONEY}]|\*\*|__)"
     r"|(?P<cmd>\\[a-zA-Z]+)|(?P<sup>\^\s*\{)|(?P<space>[{}\u00a0\u2009\u202f])|(?P<minus>−)|(?P<dash>[–—])"
 )
-_CLEAN_NEEDED = re.compile("[\\\\{}$€£%*_·≈±∞^\u00a0\u2009\u202f−–—+]")
+_CLEAN_NEEDED = re.compile(f"[\\\\{{}}{_MONEY}*_·≈→⇒⟹±∞^\u00a0\u2009\u202f−–—+]")
 _CLEAN_TO = {
-    "comma": ",", "times": " × ", "approx": " = ", "pm": " ± ", "inf": " inf ", "gone": "", "cmd": " ",
-    "sup": "^", "space": " ", "minus": "-", "dash": " - ",
+    "comma": ",", "times": " × ", "approx": " = ", "pm": " ± ", "inf": " inf ", "delim": " ", "gone": "",
+    "cmd": " ", "sup": "^", "space": " ", "minus": "-", "dash": " - ",
 }  # fmt: skip
 
-_INT = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
+_INT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)"  # "1,0000" is not a thousands separator: 1 and 0
 _NUM = re.compile(
     rf"""
     (?<![\w.])(?P<neg>-)?
@@ -92,9 +106,18 @@ _WORD_NUM = re.compile(
 )
 _NON_FINITE_WORD = re.compile(r"(?i)(?<![a-z])(?:inf|infinity|infinite|nan)(?![a-z])")
 _HEDGE_WORD = re.compile(r"(?i)\b(?:or|either)\b|±")
-_PLAIN = re.compile(r"\s*(?P<neg>-)?(?P<digits>\d+(?:\.\d+)?)\s*", re.ASCII)
+# An operation between two numbers (`3 * 3`, `3 × 3`, `9 + 9`, `18 - 18`, `36 / 2`), not the `× 10^`
+# of scientific notation: unevaluated arithmetic, even when its operands are one repeated value.
+_OPERATION = re.compile(r"\d\s*(?:[*×](?!\s*10\s*\^)|\+|\s[-/]\s)\s*\(?\s*-?\.?\d")
+_PLAIN = re.compile(r"\s*(?P<sign>[-+])?(?P<digits>\d+(?:\.\d+)?)\s*", re.ASCII)
 _OTHER_STARTS = ("inf", "infinity", "nan", "negative", "minus")
-_STARTS = re.compile(r"[\s(]*-?\s*(?:\d|\.\d|(?P<word>[a-zA-Z]+))")
+# ISO 4217 codes (and rupee/rupiah abbreviations) that may stand before a number: `#### USD 20`.
+# A list, not any three capitals, so a heading such as `#### FAQ 2` still holds no answer.
+_CODES = (
+    "USD EUR GBP JPY CNY RMB INR CAD AUD NZD CHF HKD SGD SEK NOK DKK PLN CZK HUF RUB TRY ZAR BRL MXN ARS"
+    " CLP COP PEN KRW IDR MYR PHP THB VND PKR BDT NGN KES EGP AED SAR ILS TWD UAH Rs Rp"
+).split()
+_STARTS = re.compile(rf"[\s(]*[-+]?\s*(?:(?:{'|'.join(_CODES)})\b\.?\s*[-+]?\s*)?(?:\d|\.\d|(?P<word>[a-zA-Z]+))")
 
 
 class Reading(NamedTuple):
@@ -270,10 +293,13 @@ def has_non_ascii_digit(text: str) -> bool:
 
 
 def starts_with_number(text: str) -> bool:
-    """Whether normalised text begins with a number (digits, a number word, inf/nan).
+    """Whether normalised text begins with a number (digits, a number word, inf/nan), after a sign
+    and a currency code.
 
     >>> starts_with_number(" -18 apples"), starts_with_number("Step 1"), starts_with_number("eighteen")
     (True, False, True)
+    >>> starts_with_number("+18"), starts_with_number("USD 18"), starts_with_number("FAQ 2")
+    (True, True, False)
     """
     m = _STARTS.match(text)
     if m is None:
@@ -288,14 +314,15 @@ def read_number(text: str) -> Reading:
     Only the first `MAX_REGION` characters are read; a number that runs past them is non-finite.
 
     After normalising, an `=` keeps only what follows the last one (`9 * 2 = 18` reads 18); the rest
-    must hold one value, possibly repeated. Two values (`18 or 19`, `4, 6`, `18-19`, `9 * 2`) are a
-    hedge; `inf`, `nan` and values outside float range are non-finite. Digits win over number
-    words, but a number word next to `or`/`either` still counts as a second value.
+    must hold one value, possibly repeated. Two values (`18 or 19`, `4, 6`, `4; 6`, `18-19`, `9 * 2`)
+    are a hedge, and so is an unevaluated operation on a repeated value (`3 * 3`): arithmetic is never
+    computed here. `inf`, `nan` and values outside float range are non-finite. Digits win over
+    number words, but a number word next to `or`/`either` still counts as a second value.
 
     >>> read_number("x = 9 * 2 = $18.00 dollars.")
     Reading(value=Fraction(18, 1), reason='ok')
-    >>> read_number("either 18 or 19").reason
-    'hedged answer'
+    >>> read_number("either 18 or 19").reason, read_number("3 * 3").reason
+    ('hedged answer', 'hedged answer')
     """
     raw = text[:MAX_REGION]
     if len(text) > MAX_REGION and raw[-1].isdecimal() and text[MAX_REGION].isdecimal():
@@ -305,7 +332,7 @@ def read_number(text: str) -> Reading:
         value = _fraction(plain["digits"])
         if isinstance(value, str):
             return Reading(None, NON_FINITE)
-        return Reading(Fraction(-value if plain["neg"] else value), OK)
+        return Reading(Fraction(-value if plain["sign"] == "-" else value), OK)
     if has_non_ascii_digit(raw):
         return Reading(None, NON_ASCII)
     norm = normalise(raw)
@@ -317,7 +344,7 @@ def read_number(text: str) -> Reading:
     values = _values(tail, words=False) or _values(tail, words=True)
     if not values:
         return Reading(None, NO_NUMBER)
-    if len(values) > 1:
+    if len(values) > 1 or _OPERATION.search(tail) is not None:
         return Reading(None, HEDGED)
     value = values.pop()
     if isinstance(value, str):
