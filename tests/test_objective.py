@@ -16,16 +16,21 @@ from rlvr.grpo.objective import (
     ADVANTAGES,
     AGGREGATIONS,
     KL_ESTIMATORS,
+    REWARD_NORMALIZATIONS,
     aggregate,
     entropy_from_logits,
     global_counts,
     group_advantages,
     kl_penalty,
+    normalize_then_sum,
     overlong_penalty,
     policy_loss,
     resolve_advantage,
     resolve_aggregation,
     resolve_kl,
+    resolve_policy_loss,
+    resolve_reward_normalization,
+    sum_then_normalize,
     token_logprobs,
 )
 from rlvr.grpo.presets import PRESETS, ObjectiveConfig
@@ -69,6 +74,77 @@ def test_none_scale_by_hand() -> None:
     assert torch.allclose(adv.values, t([0.75, -0.25, -0.25, -0.25, 0.5, 0.5, -0.5, -0.5]))
 
 
+def test_rloo_by_hand() -> None:
+    # Leave-one-out: [1,0,0,0] -> 1 - 0, 0 - 1/3; [1,1,0,0] -> 1 - 1/3, 0 - 2/3.
+    adv = group_advantages(t(R), 4, "rloo")
+    assert torch.allclose(adv.values, t([1.0, -1 / 3, -1 / 3, -1 / 3, 2 / 3, 2 / 3, -2 / 3, -2 / 3]))
+    # NaN rewards are left out of the baseline: [1, NaN, 0] -> 1 - 0, 0, 0 - 1; [0, 3, 3] -> 0 - 3,
+    # 3 - 1.5, 3 - 1.5 (n/(n-1) times Dr. GRPO's advantage).
+    r = t([1.0, NAN, 0.0, 0.0, 3.0, 3.0])
+    assert torch.allclose(group_advantages(r, 3, "rloo").values, t([1.0, 0.0, -1.0, -3.0, 1.5, 1.5]))
+    assert torch.allclose(
+        group_advantages(r, 3, "rloo").values, group_advantages(r, 3, "none").values * t([2, 0, 2, 1.5, 1.5, 1.5])
+    )
+
+
+def test_reinforce_pp_by_hand() -> None:
+    # Batch mean 3/8, unbiased batch std sqrt(1.875 / 7); no group baseline.
+    sb = math.sqrt(1.875 / 7)
+    adv = group_advantages(t(R), 4, "reinforce_pp")
+    assert torch.allclose(adv.values, t([(x - 3 / 8) / (sb + EPS) for x in R]))
+    # Zero-std groups still get the batch-relative value; an all-equal batch gets 0.
+    adv = group_advantages(t([1.0, 1.0, 0.0, 0.0]), 2, "reinforce_pp")
+    assert adv.zero_std.tolist() == [True, True] and (adv.values.abs() > 0.8).all()
+    assert group_advantages(torch.tensor([0.1, 0.1, 0.1, 0.1]), 2, "reinforce_pp").values.tolist() == [0.0] * 4
+
+
+def test_reinforce_pp_baseline_by_hand() -> None:
+    # Group-centred values [.75,-.25,-.25,-.25,.5,.5,-.5,-.5] have batch mean 0 and unbiased
+    # std sqrt((.75^2 + 3 * .25^2 + 4 * .25) / 7) = sqrt(1.75 / 7) = .5.
+    c = [0.75, -0.25, -0.25, -0.25, 0.5, 0.5, -0.5, -0.5]
+    adv = group_advantages(t(R), 4, "reinforce_pp_baseline")
+    assert torch.allclose(adv.values, t([x / (0.5 + EPS) for x in c]))
+    # A degenerate group stays exactly 0 and counts as zeros in the batch std.
+    adv = group_advantages(t([1.0, 0.0, 1.0, 1.0]), 2, "reinforce_pp_baseline")
+    assert adv.values[2:].tolist() == [0.0, 0.0]
+    assert adv.values[0].item() == pytest.approx(0.5 / (math.sqrt(0.5 / 3) + EPS))
+
+
+def test_normalize_then_sum_by_hand() -> None:
+    # Reward 1 [1,0,0,0] -> group advantages [1.5,-.5,-.5,-.5] (std .5); reward 2 [1,1,0,0] ->
+    # [1,1,-1,-1] * .5 / sqrt(1/3). Weights 1 and .5; then whitened by the sum's unbiased batch std.
+    c = t([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    a1 = [x / (0.5 + EPS) for x in (0.75, -0.25, -0.25, -0.25)]
+    a2 = [x / (S2 + EPS) for x in (0.5, 0.5, -0.5, -0.5)]
+    s = [x + 0.5 * y for x, y in zip(a1, a2, strict=True)]
+    std = statistics.stdev(s)
+    adv = normalize_then_sum(c[0] + 0.5 * c[1], 4, c, t([1.0, 0.5]))
+    assert torch.allclose(adv.values, t([x / (std + EPS) for x in s]))
+    assert adv.zero_std.tolist() == [False]
+    # GRPO's sum_then_normalize ignores the components: the estimator on the total.
+    same = sum_then_normalize(c[0] + 0.5 * c[1], 4, c, t([1.0, 0.5]), advantage=resolve_advantage("group"))
+    assert torch.allclose(same.values, group_advantages(c[0] + 0.5 * c[1], 4, "group").values)
+
+
+def test_normalize_then_sum_missing_rewards_and_errors() -> None:
+    # Row 1 lacks reward 2: it is invalid everywhere (advantage 0, out of every statistic), as in
+    # the total. Group 2 has no spread in any reward: zero_std and exactly 0.
+    c = t([[1.0, 0.0, 0.0, 2.0, 2.0, 2.0], [0.0, NAN, 1.0, 1.0, 1.0, 1.0]])
+    total = c[0] + c[1]
+    adv = normalize_then_sum(total, 3, c, t([1.0, 1.0]))
+    kept = normalize_then_sum(t([1.0, 1.0, 2.0, 3.0]), 2, t([[1.0, 0.0, 2.0, 2.0], [0.0, 1.0, 1.0, 1.0]]), t([1, 1]))
+    assert adv.values[1].item() == 0.0 and adv.values[3:].tolist() == [0.0, 0.0, 0.0]
+    assert torch.allclose(adv.values[[0, 2]], kept.values[:2])
+    assert adv.zero_std.tolist() == [False, True]
+    with pytest.raises(ValueError, match="components"):
+        normalize_then_sum(total, 3)
+    with pytest.raises(ValueError, match="components must be"):
+        normalize_then_sum(total, 3, c, t([1.0]))
+    with pytest.raises(ValueError, match="unknown reward normalization"):
+        resolve_reward_normalization("sum")
+    assert set(REWARD_NORMALIZATIONS) == {"sum_then_normalize", "normalize_then_sum"}
+
+
 def test_nan_and_degenerate_groups() -> None:
     # Group 0: valid [1, 0, 0], mean 1/3, unbiased std sqrt(((2/3)^2 + 2 (1/3)^2) / 2) = sqrt(1/3).
     # Group 1: one valid reward -> degenerate. Group 2: all valid equal -> degenerate.
@@ -100,7 +176,7 @@ def test_advantage_errors() -> None:
         group_advantages(t([1.0, 2.0, 3.0]), 2, "group")
     with pytest.raises(ValueError, match="unknown advantage scale 'std'"):
         resolve_advantage("std")
-    assert set(ADVANTAGES) == {"group", "batch", "none"}
+    assert set(ADVANTAGES) == {"group", "batch", "none", "rloo", "reinforce_pp", "reinforce_pp_baseline"}
 
 
 # ----------------------------------------------------------------------------- advantages vs a loop
@@ -109,22 +185,43 @@ def test_advantage_errors() -> None:
 def ref_advantages(rewards: list[float], g: int, scale: str, eps: float) -> tuple[list[float], int]:
     valid_all = [x for x in rewards if not math.isnan(x)]
     batch_std = statistics.stdev(valid_all) if len(valid_all) >= 2 else 0.0
+    batch_mean = sum(valid_all) / len(valid_all) if valid_all else 0.0
+    flat = len(valid_all) < 2 or max(valid_all) == min(valid_all)
+    centred_all: list[float] = []  # group-centred valid rewards (0 in degenerate groups), for REINFORCE++
+    for start in range(0, len(rewards), g):
+        valid = [x for x in rewards[start : start + g] if not math.isnan(x)]
+        degenerate = len(valid) < 2 or max(valid) == min(valid)
+        centred_all += [0.0 if degenerate else x - sum(valid) / len(valid) for x in valid]
+    centred_std = statistics.stdev(centred_all) if len(centred_all) >= 2 else 0.0
     out, n_zero = [], 0
     for start in range(0, len(rewards), g):
         group = rewards[start : start + g]
         valid = [x for x in group if not math.isnan(x)]
         if len(valid) < 2 or max(valid) == min(valid):
             n_zero += 1
-            out += [0.0] * g
+            if scale == "reinforce_pp":  # no group baseline: the batch-relative value
+                out += [0.0 if math.isnan(x) or flat else (x - batch_mean) / (batch_std + eps) for x in group]
+            else:
+                out += [0.0] * g
             continue
         mean = sum(valid) / len(valid)
-        denom = {"group": statistics.stdev(valid) + eps, "batch": batch_std + eps, "none": 1.0}[scale]
-        out += [0.0 if math.isnan(x) else (x - mean) / denom for x in group]
+        for x in group:
+            if math.isnan(x):
+                out.append(0.0)
+            elif scale == "rloo":
+                out.append(x - (sum(valid) - x) / (len(valid) - 1))
+            elif scale == "reinforce_pp":
+                out.append(0.0 if flat else (x - batch_mean) / (batch_std + eps))
+            elif scale == "reinforce_pp_baseline":
+                out.append((x - mean) / (centred_std + eps))
+            else:
+                denom = {"group": statistics.stdev(valid) + eps, "batch": batch_std + eps, "none": 1.0}[scale]
+                out.append((x - mean) / denom)
     return out, n_zero
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+@pytest.mark.parametrize("scale", sorted(ADVANTAGES))
 def test_advantages_match_loop(seed: int, scale: str) -> None:
     gen = torch.Generator().manual_seed(seed)
     g = [2, 3, 4, 8, 5, 16][seed]
@@ -136,6 +233,28 @@ def test_advantages_match_loop(seed: int, scale: str) -> None:
     ref, n_zero = ref_advantages(r.tolist(), g, scale, EPS)
     assert torch.allclose(adv.values, t(ref), atol=1e-12)
     assert adv.zero_std_groups == n_zero and adv.n_groups == n_groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("scale", sorted(ADVANTAGES))
+def test_normalize_then_sum_matches_loop(seed: int, scale: str) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    g, k = [2, 4, 3, 8][seed], [1, 2, 3, 2][seed]
+    n = g * int(torch.randint(1, 6, (1,), generator=gen))
+    c = torch.randint(0, 3, (k, n), generator=gen).to(F64) / 2
+    c[torch.rand(c.shape, generator=gen) < 0.1] = NAN
+    w = torch.rand(k, generator=gen, dtype=F64) + 0.5
+    valid = [not any(math.isnan(c[j, i].item()) for j in range(k)) for i in range(n)]
+    summed = [0.0] * n
+    for j in range(k):
+        masked = [c[j, i].item() if valid[i] else NAN for i in range(n)]
+        part, _ = ref_advantages(masked, g, scale, EPS)
+        summed = [s + w[j].item() * p for s, p in zip(summed, part, strict=True)]
+    kept = [s for s, ok in zip(summed, valid, strict=True) if ok]
+    std = statistics.stdev(kept) if len(kept) >= 2 else 0.0
+    ref = [s / (std + EPS) if ok else 0.0 for s, ok in zip(summed, valid, strict=True)]
+    adv = normalize_then_sum((w.unsqueeze(-1) * c).sum(0), g, c, w, advantage=resolve_advantage(scale))
+    assert torch.allclose(adv.values, t(ref), atol=1e-9)
 
 
 # ----------------------------------------------------------------------------- aggregation by hand
@@ -407,7 +526,15 @@ def test_presets() -> None:
             resolve_advantage(cfg.advantage_scale),
             resolve_aggregation(cfg.aggregation),
             resolve_kl(cfg.kl_estimator),
+            resolve_policy_loss(cfg.policy_loss),
+            resolve_reward_normalization(cfg.reward_normalization),
         )
+    # the new fields keep today's behaviour by default
+    assert all(
+        (c.policy_loss, c.delta, c.top_entropy_quantile, c.reward_normalization)
+        == ("clip", None, 1.0, "sum_then_normalize")
+        for c in (g, d, a)
+    )
 
 
 @pytest.mark.parametrize(
@@ -419,6 +546,12 @@ def test_presets() -> None:
         ({"eps_low": 1.0}, "eps_low"),
         ({"beta": -0.1}, "beta"),
         ({"overlong_buffer": 0}, "overlong_buffer"),
+        ({"policy_loss": "ppo"}, "policy_loss"),
+        ({"reward_normalization": "sum"}, "reward_normalization"),
+        ({"top_entropy_quantile": 1.5}, "top_entropy_quantile"),
+        ({"delta": 1.1}, "delta"),  # must exceed 1 + eps_high
+        ({"delta": 4.0, "policy_loss": "cispo"}, "delta"),
+        ({"rollout_correction": "tis"}, "rollout_correction"),
     ],
 )
 def test_config_errors_name_the_field(kwargs: dict, field: str) -> None:

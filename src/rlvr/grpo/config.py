@@ -1,36 +1,56 @@
 """`rlvr train` settings: one typed config, loadable from YAML and overridable from flags.
 
-`objective` names a paper preset (`grpo`, `dr_grpo`, `dapo`; see docs/papers.md) and any field of
-`objective_overrides` replaces that preset's value. Documented field by field in docs/train.md.
+`objective` names a paper preset (`grpo`, `dr_grpo`, `dapo`, `gspo`, `cispo`, `rloo`, ...; see
+docs/papers.md) and any field of `objective_overrides` replaces that preset's value. Documented
+field by field in docs/train.md and docs/objectives.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+import typing
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
-from rlvr.config import RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
-from rlvr.grpo.presets import PRESETS, ObjectiveConfig
+from rlvr.config import ReportTo, RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
+from rlvr.grpo.presets import PRESETS, ObjectiveConfig, PresetName, field_error
 from rlvr.rewards import RewardSpec
 
 __all__ = ["TrainConfig", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
 
 
-class ObjectiveOverrides(StrictModel):
-    advantage_scale: Literal["group", "batch", "none"] | None = None
-    aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"] | None = None
-    eps_low: float | None = Field(None, ge=0)
-    eps_high: float | None = Field(None, ge=0)
-    beta: float | None = Field(None, ge=0)
-    kl_estimator: Literal["k1", "k2", "k3"] | None = None
-    dynamic_sampling: bool | None = None
-    overlong_buffer: int | None = None
-    overlong_penalty: float | None = None
-    mask_truncated: bool | None = None
-    rollout_correction: Literal["none", "token", "sequence", "token_mask", "sequence_mask"] | None = None
-    rollout_correction_cap: float | None = Field(None, ge=1)
+def _in_range(cls: type, value: Any, info: ValidationInfo) -> Any:
+    """One override's range or choice, checked alone (`presets.field_error`); None = not given."""
+    msg = None if value is None or info.field_name is None else field_error(info.field_name, value)
+    if msg is not None:
+        raise ValueError(msg)
+    return value
+
+
+def _overrides_model() -> type[StrictModel]:
+    """`ObjectiveOverrides`: every `ObjectiveConfig` field, typed as there, optional, default None
+    (= keep the preset's value), so a new objective field is one edit in `presets.py`."""
+    hints = typing.get_type_hints(ObjectiveConfig)
+    names = [f.name for f in dataclasses.fields(ObjectiveConfig)]
+    fields: dict[str, Any] = {name: (hints[name] | None, None) for name in names}
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        "ObjectiveOverrides",
+        __base__=StrictModel,
+        __module__=__name__,
+        __doc__="Fields of `ObjectiveConfig` that replace the preset's; None (absent) keeps the preset's.",
+        __validators__={"in_range": field_validator(*names)(_in_range)},
+        **fields,
+    )
+
+
+if TYPE_CHECKING:
+
+    class ObjectiveOverrides(StrictModel):
+        """Built from `ObjectiveConfig` at import (`_overrides_model`); mypy sees a plain model."""
+
+else:
+    ObjectiveOverrides = _overrides_model()
 
 
 class LoraSettings(StrictModel):
@@ -48,7 +68,7 @@ class TrainConfig(StrictModel):
     preset: str = "easy"
     n_train: int = Field(20000, ge=1)
     seed: int = 0
-    objective: Literal["grpo", "dr_grpo", "dapo"] = "grpo"
+    objective: PresetName = "grpo"
     objective_overrides: ObjectiveOverrides = ObjectiveOverrides()
     rewards: list[RewardSpec] = [RewardSpec(name="outcome")]
     reward_timeout_s: float = Field(30.0, gt=0)
@@ -71,6 +91,7 @@ class TrainConfig(StrictModel):
     eval_samples: int = Field(4, ge=1)
     save_every: int = Field(100, ge=0)
     log_every: int = Field(1, ge=1)
+    report_to: ReportTo = []  # experiment trackers: tensorboard, trackio, wandb, mlflow (rlvr.trackers)
     threads: int | None = 2
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -83,18 +104,16 @@ class TrainConfig(StrictModel):
     @field_validator("rewards")
     @classmethod
     def _known_rewards(cls, v: list[RewardSpec]) -> list[RewardSpec]:
-        from rlvr.rewards import REGISTRY
-
-        if not v:
+        if not v:  # each RewardSpec checks its own name, params and file
             raise ValueError("at least one reward is needed")
-        for spec in v:
-            if spec.name not in REGISTRY:
-                raise ValueError(f"unknown reward {spec.name!r}; known: {', '.join(sorted(REGISTRY))}")
         return v
 
     @model_validator(mode="after")
-    def _overlong_fits(self) -> TrainConfig:
-        buf = self.resolved_objective().overlong_buffer
+    def _objective_resolves(self) -> TrainConfig:
+        try:
+            buf = self.resolved_objective().overlong_buffer
+        except ValueError as e:  # a check between fields, e.g. delta against eps_high
+            raise ValueError(f"objective {self.objective!r} with objective_overrides: {e}") from None
         if buf is not None and not 0 < buf <= self.sampling.max_new_tokens:
             raise ValueError(
                 f"objective_overrides.overlong_buffer={buf} must be in (0, "

@@ -29,7 +29,7 @@ import torch
 
 __all__ = ["Dist", "init_distributed", "merge_update_stats"]
 
-_TOKEN_WEIGHTED = ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl")
+_TOKEN_WEIGHTED = ("clip_frac_low", "clip_frac_high", "clip_frac", "clip_frac_delta", "ratio_mean", "kl")
 
 
 @dataclass(frozen=True)

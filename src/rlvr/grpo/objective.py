@@ -1,11 +1,13 @@
-"""The GRPO objective as pure tensor functions: advantages, clipped loss, aggregation, KL, entropy.
+"""The GRPO objective as pure tensor functions: advantages, reward normalisation, KL, entropy, and
+(re-exported from `rlvr.grpo.losses`) the policy losses, token selection and loss aggregation.
 
-Everything here is tensor-in/tensor-out and imports only torch, so the trainer, tests and users can
-call each piece alone. Variants are chosen once at setup through the literal dicts `ADVANTAGES`,
-`AGGREGATIONS` and `KL_ESTIMATORS` (via `resolve_advantage`, `resolve_aggregation`, `resolve_kl`):
-the training loop calls plain functions and never branches on strings. `rlvr.grpo.presets.PRESETS`
-names the configurations that reproduce each paper; `docs/papers.md` maps papers to presets and
-lists where rlvr departs from them.
+Everything here is tensor-in/tensor-out and imports only torch (and its sibling `losses`, which
+imports only torch), so the trainer, tests and users can call each piece alone. Variants are chosen
+once at setup through the literal dicts `ADVANTAGES`, `REWARD_NORMALIZATIONS`, `POLICY_LOSSES`,
+`AGGREGATIONS` and `KL_ESTIMATORS` (via the `resolve_*` functions): the training loop calls plain
+functions and never branches on strings. `rlvr.grpo.presets.PRESETS` names the configurations that
+reproduce each paper; `docs/papers.md` maps papers to presets and lists where rlvr departs from
+them; `docs/objectives.md` explains each variant.
 
 Shapes: `B` sequences in a (micro-)batch, `T` completion positions, `V` vocabulary; for advantages
 `B` prompts with `G` samples each, rewards `(B*G,)`. `mask` is `(B, T)`, 1/True on completion
@@ -13,7 +15,9 @@ tokens that count, 0 on prompt and padding (padded positions should hold finite 
 
 Papers: DeepSeekMath (Shao et al. 2024, arXiv:2402.03300) is "vanilla GRPO"; DAPO (Yu et al. 2025,
 arXiv:2503.14476); Dr. GRPO (Liu et al. 2025, "Understanding R1-Zero-Like Training: A Critical
-Perspective", arXiv:2503.20783).
+Perspective", arXiv:2503.20783); RLOO (Ahmadian et al. 2024, "Back to Basics", arXiv:2402.14740);
+REINFORCE++ (Hu et al. 2025, arXiv:2501.03262); GDPO (Liu et al. 2026, arXiv:2601.05242); the
+policy-loss papers are listed in `rlvr.grpo.losses`.
 """
 
 from __future__ import annotations
@@ -25,37 +29,78 @@ from typing import Literal, NamedTuple, Protocol
 import torch
 from torch import Tensor
 
+from rlvr.grpo.losses import (
+    AGGREGATIONS,
+    POLICY_LOSSES,
+    AggregateFn,
+    PolicyLossFn,
+    aggregate,
+    cispo_loss,
+    entropy_threshold,
+    global_counts,
+    gspo_loss,
+    gspo_token_loss,
+    high_entropy_mask,
+    policy_loss,
+    resolve_aggregation,
+    resolve_policy_loss,
+    select_top_entropy,
+    seq_mean_token_mean,
+    seq_mean_token_sum_norm,
+    token_mean,
+)
+from rlvr.grpo.losses import AggregationName as AggregationName  # re-exported: the config's Literals
+from rlvr.grpo.losses import Count as Count
+from rlvr.grpo.losses import PolicyLossName as PolicyLossName
+
 __all__ = [
     "ADVANTAGES",
     "AGGREGATIONS",
     "KL_ESTIMATORS",
+    "POLICY_LOSSES",
+    "REWARD_NORMALIZATIONS",
+    "AdvantageFn",
+    "AggregateFn",
     "Advantages",
+    "PolicyLossFn",
     "aggregate",
     "batch_std_advantages",
+    "cispo_loss",
     "dr_grpo_advantages",
     "entropy_from_logits",
+    "entropy_threshold",
     "global_counts",
     "group_advantages",
     "grpo_advantages",
+    "gspo_loss",
+    "gspo_token_loss",
+    "high_entropy_mask",
     "kl_k1",
     "kl_k2",
     "kl_k3",
     "kl_penalty",
+    "normalize_then_sum",
     "overlong_penalty",
     "policy_loss",
+    "reinforce_pp_advantages",
+    "reinforce_pp_baseline_advantages",
     "resolve_advantage",
     "resolve_aggregation",
     "resolve_kl",
+    "resolve_policy_loss",
+    "resolve_reward_normalization",
+    "rloo_advantages",
+    "select_top_entropy",
     "seq_mean_token_mean",
     "seq_mean_token_sum_norm",
+    "sum_then_normalize",
     "token_logprobs",
     "token_mean",
 ]
 
-AdvantageScale = Literal["group", "batch", "none"]
-AggregationName = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"]
+AdvantageScale = Literal["group", "batch", "none", "rloo", "reinforce_pp", "reinforce_pp_baseline"]
+RewardNormalization = Literal["sum_then_normalize", "normalize_then_sum"]
 KLEstimator = Literal["k1", "k2", "k3"]
-Count = int | float | Tensor  # a normaliser: a Python number or a 0-d tensor
 
 
 # ----------------------------------------------------------------------------- advantages
@@ -67,7 +112,9 @@ class Advantages:
 
     `values`: `(B*G,)`, one advantage per completion, in the order of the rewards.
     `zero_std`: `(B,)` bool, True for a group whose valid rewards are all equal or that has fewer
-    than 2 valid rewards; all its members get advantage 0 (DAPO's dynamic sampling drops these).
+    than 2 valid rewards (DAPO's dynamic sampling drops these); with every estimator that has a
+    group baseline all its members get advantage 0 (REINFORCE++ without baseline gives them the
+    batch-relative value).
     """
 
     values: Tensor
@@ -168,6 +215,83 @@ def dr_grpo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> A
     return _finish(s, torch.ones_like(s.std))
 
 
+def rloo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
+    """RLOO (Ahmadian et al. 2024, "Back to Basics", arXiv:2402.14740; Kool et al. 2019):
+    `A_i = r_i - mean_{j != i} r_j`, the leave-one-out baseline over the valid rewards of the group.
+
+    Equal to `n/(n-1) * (r_i - mean_g)` for `n` valid rewards, so it is Dr. GRPO's advantage
+    scaled by `n/(n-1)`: the baseline no longer contains the sample itself, which makes the
+    estimator unbiased. `eps` is unused. `rewards`: `(B*G,)`; NaN rewards are left out of the
+    baseline and get 0, degenerate groups get 0 (as `grpo_advantages`; TRL's RLOOTrainer alike).
+    Change from vanilla GRPO: no std division, and the baseline leaves the sample out.
+
+    >>> rloo_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0]), 3).values.tolist()
+    [1.0, -0.5, -0.5, 0.0, 0.0, 0.0]
+    """
+    s = _group_stats(rewards, group_size)
+    n = s.valid.sum(-1, keepdim=True)  # (B, 1)
+    total = torch.where(s.valid, s.rewards, 0.0).sum(-1, keepdim=True)  # (B, 1)
+    loo = s.rewards - (total - s.rewards) / (n - 1).clamp(min=1)  # (B, G)
+    keep = s.valid & ~s.zero_std.unsqueeze(-1)  # (B, G)
+    return Advantages(torch.where(keep, loo, 0.0).reshape(-1), s.zero_std)
+
+
+def _batch_std(values: Tensor, valid: Tensor) -> Tensor:
+    """Unbiased std `()` of `values` over the `valid` entries (any shape, same for both)."""
+    n = valid.sum()
+    mean = torch.where(valid, values, 0.0).sum() / n.clamp(min=1)
+    dev = torch.where(valid, values - mean, 0.0)
+    return (dev.square().sum() / (n - 1).clamp(min=1)).sqrt()
+
+
+def reinforce_pp_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
+    """REINFORCE++ (Hu et al. 2025, arXiv:2501.03262), outcome rewards, `k = 1` form:
+    `A_i = (r_i - mean_batch) / (std_batch + eps)`, global batch normalisation, no group baseline.
+
+    `mean_batch`, `std_batch` (unbiased) over every valid reward of the batch. `rewards`: `(B*G,)`;
+    NaN rewards get 0; a batch whose valid rewards are all equal gets 0 everywhere. `zero_std`
+    still flags the groups without internal spread, but their members get non-zero advantages: a
+    prompt everybody solves is pushed up, one nobody solves down (no row is skipped).
+    Change from vanilla GRPO: the baseline and scale are the batch's, not the group's, which the
+    paper argues is less biased and overfits less to easy prompts. Departures: the paper folds a
+    per-token k1 KL into the reward and whitens over tokens (each sequence weighted by its length);
+    rlvr whitens over sequences and adds KL, if any, as a loss term (`beta`, `kl_estimator`).
+
+    >>> [round(a, 3) for a in reinforce_pp_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).values.tolist()]
+    [0.5, -1.5, 0.5, 0.5]
+    """
+    s = _group_stats(rewards, group_size)
+    n = s.valid.sum()
+    mean = torch.where(s.valid, s.rewards, 0.0).sum() / n.clamp(min=1)
+    hi = torch.where(s.valid, s.rewards, -math.inf).amax()
+    lo = torch.where(s.valid, s.rewards, math.inf).amin()
+    flat = (n < 2) | (hi == lo)  # () exactly equal rewards: 0, not a float residue over eps
+    keep = s.valid & ~flat  # (B, G)
+    values = torch.where(keep, (s.rewards - mean) / (_batch_std(s.rewards, s.valid) + eps), 0.0)  # (B, G)
+    return Advantages(values.reshape(-1), s.zero_std)
+
+
+def reinforce_pp_baseline_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
+    """REINFORCE++ with baseline (Hu et al. 2025, arXiv:2501.03262, the `k > 1` form; verl's
+    `reinforce_plus_plus_baseline`): `A_i = (r_i - mean_g) / (std_batch(r - mean_g) + eps)`.
+
+    The group mean first, then the unbiased std of the group-centred values over the whole batch
+    (degenerate groups count as zeros). `rewards`: `(B*G,)`; NaN and degenerate groups as in
+    `grpo_advantages`. The batch mean of the centred values is 0 by construction, so whitening
+    reduces to the division (degenerate groups stay exactly 0).
+    Change from vanilla GRPO: one batch-wide scale instead of each group's std (unlike
+    `batch_std_advantages`, the std of the centred values, not of the raw rewards). Departure:
+    verl whitens over tokens (length-weighted); rlvr over sequences.
+
+    >>> [round(a, 3) for a in reinforce_pp_baseline_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).values.tolist()]
+    [1.224, -1.224, 0.0, 0.0]
+    """
+    s = _group_stats(rewards, group_size)
+    keep = s.valid & ~s.zero_std.unsqueeze(-1)  # (B, G)
+    centered = torch.where(keep, s.centered, 0.0)  # (B, G)
+    return _finish(s, _batch_std(centered, s.valid) + eps)
+
+
 class AdvantageFn(Protocol):
     def __call__(self, rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages: ...
 
@@ -176,21 +300,26 @@ ADVANTAGES: dict[str, AdvantageFn] = {
     "group": grpo_advantages,
     "batch": batch_std_advantages,
     "none": dr_grpo_advantages,
+    "rloo": rloo_advantages,
+    "reinforce_pp": reinforce_pp_advantages,
+    "reinforce_pp_baseline": reinforce_pp_baseline_advantages,
 }
 
 
 def resolve_advantage(name: str) -> AdvantageFn:
-    """The advantage function for a scale name (`"group"`, `"batch"`, `"none"`); call it at setup."""
+    """The advantage function for a name in `ADVANTAGES` (the config's `advantage_scale`); call it at setup."""
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage scale {name!r}; choose one of {sorted(ADVANTAGES)}")
     return ADVANTAGES[name]
 
 
 def group_advantages(rewards: Tensor, group_size: int, scale: AdvantageScale, eps: float = 1e-4) -> Advantages:
-    """Group-relative advantages `(B*G,)` for `rewards` `(B*G,)` with the named std scaling.
+    """Advantages `(B*G,)` for `rewards` `(B*G,)` with the named estimator of `ADVANTAGES`.
 
     `"group"` -> `grpo_advantages`, `"batch"` -> `batch_std_advantages`, `"none"` ->
-    `dr_grpo_advantages`; see those for the formulas. NaN rewards get 0 and are excluded.
+    `dr_grpo_advantages`, `"rloo"` -> `rloo_advantages`, `"reinforce_pp"` ->
+    `reinforce_pp_advantages`, `"reinforce_pp_baseline"` -> `reinforce_pp_baseline_advantages`;
+    see those for the formulas. NaN rewards get 0 and are excluded.
 
     >>> adv = group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0, 2.0, float("nan")]), 2, "none")
     >>> adv.values.tolist(), adv.zero_std_groups, adv.n_groups
@@ -199,197 +328,97 @@ def group_advantages(rewards: Tensor, group_size: int, scale: AdvantageScale, ep
     return resolve_advantage(scale)(rewards, group_size, eps)
 
 
-# ----------------------------------------------------------------------------- aggregation
+# ----------------------------------------------------------------------------- several rewards
 
 
-def _masked(values: Tensor, mask: Tensor) -> Tensor:
-    # where, not multiply: a NaN/inf at a padded position must not leak into the sum.
-    return torch.where(mask.bool(), values, 0.0)
-
-
-def _n_seqs(mask: Tensor) -> Tensor:
-    return (mask.bool().sum(-1) > 0).sum()
-
-
-def global_counts(mask: Tensor) -> tuple[Tensor, Tensor]:
-    """`(n_tokens, n_seqs)` of a full batch's `(B, T)` mask, to pass to every micro-batch's loss.
-
-    A sequence counts when it has at least one mask token (a fully masked one, e.g. a truncated
-    completion under `mask_truncated`, adds nothing to any sequence mean).
-
-    >>> global_counts(torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]]))
-    (tensor(3), tensor(2))
-    """
-    return mask.bool().sum(), _n_seqs(mask)
-
-
-def token_mean(
-    values: Tensor,
-    mask: Tensor,
+def sum_then_normalize(
+    total: Tensor,
+    group_size: int,
+    components: Tensor | None = None,
+    weights: Tensor | None = None,
     *,
-    max_len: int | None = None,
-    n_tokens_global: Count | None = None,
-    n_seqs_global: Count | None = None,
-) -> Tensor:
-    """DAPO token-level loss (Yu et al. 2025, arXiv:2503.14476, Eq. 12): `sum_{i,t} v_it / N`.
+    advantage: AdvantageFn = grpo_advantages,
+    eps: float = 1e-4,
+) -> Advantages:
+    """Several rewards, GRPO's way: the estimator `advantage` applied to the weighted sum `total`.
 
-    `values`, `mask`: `(B, T)`; returns a scalar. `N` = `n_tokens_global` when given (the mask
-    sum of the whole batch across gradient-accumulation micro-batches, and across data-parallel
-    ranks if gradients are summed), else the local mask sum. Summing micro-batch losses computed
-    with the global `N` gives the full-batch loss exactly.
-    Change from vanilla GRPO: every token weighs the same, so long sequences are not down-weighted
-    per token (GRPO's length bias). `max_len` and `n_seqs_global` are ignored.
+    `total`: `(B*G,)`, `sum_k w_k r_k` (NaN where any reward is missing); `components` `(K, B*G)`
+    and `weights` `(K,)` are accepted for a uniform signature and unused. This is what every
+    preset does by default (TRL's `multi_objective_aggregation="sum_then_normalize"`).
     """
-    n = mask.bool().sum().clamp(min=1) if n_tokens_global is None else n_tokens_global
-    return _masked(values, mask).sum() / n
+    return advantage(total, group_size, eps)
 
 
-def seq_mean_token_mean(
-    values: Tensor,
-    mask: Tensor,
+def normalize_then_sum(
+    total: Tensor,
+    group_size: int,
+    components: Tensor | None = None,
+    weights: Tensor | None = None,
     *,
-    max_len: int | None = None,
-    n_tokens_global: Count | None = None,
-    n_seqs_global: Count | None = None,
-) -> Tensor:
-    """Vanilla GRPO (DeepSeekMath Eq. 3): `(1/S) sum_i (1/|o_i|) sum_t v_it`.
+    advantage: AdvantageFn = grpo_advantages,
+    eps: float = 1e-4,
+) -> Advantages:
+    """GDPO (Liu et al. 2026, "Group reward-Decoupled Normalization Policy Optimization",
+    arXiv:2601.05242): normalise each reward in its group, sum with the weights, whiten the batch.
 
-    `values`, `mask`: `(B, T)`; returns a scalar. `|o_i|` is the mask sum of row i; `S` is
-    `n_seqs_global` when given (non-empty sequences of the whole batch, see `global_counts`),
-    else the local number of non-empty rows. Rows with no mask token contribute 0.
+    `S_i = sum_k w_k advantage(r_k)_i`, then `A_i = S_i / (std_batch(S) + eps)` (unbiased std over
+    the valid rows). `components`: `(K, B*G)`, reward k's raw values (NaN = not scorable);
+    `weights`: `(K,)`; `total`: `(B*G,)`, NaN rows are invalid too. A row counts when every reward
+    scored it, as in `total` (TRL counts a row that any reward scored); invalid rows get 0 and are
+    left out of every statistic. With `advantage = grpo_advantages` this is GDPO and TRL's
+    `multi_objective_aggregation="normalize_then_sum"`. Every estimator's values sum to 0 over
+    the batch, so the batch mean of `S` is 0 by construction and is not subtracted again (TRL
+    subtracts its float residue); zero-std groups therefore stay exactly 0. `zero_std`: groups
+    where no reward has spread.
+    Change from vanilla GRPO (which normalises the weighted sum): distinct reward combinations
+    keep distinct advantages (the paper's "advantage collapse"), and a reward with little spread
+    in a group is not drowned by the others.
+
+    >>> c, w = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]]), torch.tensor([1.0, 1.0])  # K=2, G=4
+    >>> [round(a, 3) for a in normalize_then_sum(c.sum(0), 4, c, w).values.tolist()]
+    [1.332, 0.206, -0.769, -0.769]
+    >>> [round(a, 3) for a in sum_then_normalize(c.sum(0), 4, c, w).values.tolist()]  # GRPO's
+    [1.305, 0.261, -0.783, -0.783]
     """
-    m = mask.bool()
-    per_seq = _masked(values, m).sum(-1) / m.sum(-1).clamp(min=1)  # (B,)
-    n = _n_seqs(m).clamp(min=1) if n_seqs_global is None else n_seqs_global
-    return per_seq.sum() / n
+    if components is None or weights is None:
+        raise ValueError("normalize_then_sum needs the per-reward values (components) and their weights")
+    c = components if components.is_floating_point() else components.float()  # (K, N)
+    w = torch.as_tensor(weights, dtype=c.dtype, device=c.device)  # (K,)
+    if c.dim() != 2 or c.shape[1] != total.numel() or w.shape != (c.shape[0],):
+        raise ValueError(
+            f"components must be (K, {total.numel()}) with K weights, got {tuple(c.shape)} and {tuple(w.shape)}"
+        )
+    valid = ~torch.isnan(c).any(0) & ~torch.isnan(total)  # (N,)
+    parts = [advantage(torch.where(valid, ck, math.nan), group_size, eps) for ck in c]
+    summed = (w.unsqueeze(-1) * torch.stack([p.values for p in parts])).sum(0)  # (N,)
+    values = torch.where(valid, summed / (_batch_std(summed, valid) + eps), 0.0)  # (N,)
+    return Advantages(values, torch.stack([p.zero_std for p in parts]).all(0))
 
 
-def seq_mean_token_sum_norm(
-    values: Tensor,
-    mask: Tensor,
-    *,
-    max_len: int | None = None,
-    n_tokens_global: Count | None = None,
-    n_seqs_global: Count | None = None,
-) -> Tensor:
-    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `(1/S) sum_i (1/L) sum_t v_it`, `L = max_len`.
-
-    `values`, `mask`: `(B, T)`; returns a scalar. `L` is a constant (the generation budget,
-    required), so a sequence's weight does not depend on its own length. `S` as in
-    `seq_mean_token_mean`. Change from vanilla GRPO: `1/|o_i|` becomes the constant `1/L`, which
-    removes the response-length bias (long wrong answers no longer get a smaller per-token
-    penalty).
-    """
-    if max_len is None or max_len <= 0:
-        raise ValueError("seq_mean_token_sum_norm needs max_len > 0 (the generation budget)")
-    m = mask.bool()
-    per_seq = _masked(values, m).sum(-1) / max_len  # (B,)
-    n = _n_seqs(m).clamp(min=1) if n_seqs_global is None else n_seqs_global
-    return per_seq.sum() / n
-
-
-class AggregateFn(Protocol):
+class RewardNormFn(Protocol):
     def __call__(
         self,
-        values: Tensor,
-        mask: Tensor,
+        total: Tensor,
+        group_size: int,
+        components: Tensor | None = None,
+        weights: Tensor | None = None,
         *,
-        max_len: int | None = None,
-        n_tokens_global: Count | None = None,
-        n_seqs_global: Count | None = None,
-    ) -> Tensor: ...
+        advantage: AdvantageFn = ...,
+        eps: float = 1e-4,
+    ) -> Advantages: ...
 
 
-AGGREGATIONS: dict[str, AggregateFn] = {
-    "token_mean": token_mean,
-    "seq_mean_token_mean": seq_mean_token_mean,
-    "seq_mean_token_sum_norm": seq_mean_token_sum_norm,
+REWARD_NORMALIZATIONS: dict[str, RewardNormFn] = {
+    "sum_then_normalize": sum_then_normalize,
+    "normalize_then_sum": normalize_then_sum,
 }
 
 
-def resolve_aggregation(name: str) -> AggregateFn:
-    """The aggregation function for a name in `AGGREGATIONS`; call it once at setup."""
-    if name not in AGGREGATIONS:
-        raise ValueError(f"unknown aggregation {name!r}; choose one of {sorted(AGGREGATIONS)}")
-    return AGGREGATIONS[name]
-
-
-def aggregate(
-    values: Tensor,
-    mask: Tensor,
-    aggregation: AggregationName,
-    max_len: int | None = None,
-    n_tokens_global: Count | None = None,
-    n_seqs_global: Count | None = None,
-) -> Tensor:
-    """Reduce per-token `values` `(B, T)` under `mask` `(B, T)` to a scalar, as the named variant.
-
-    The policy loss and the KL term go through the same function, so both are reduced alike.
-
-    >>> v, m = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[1, 1, 0], [1, 1, 1]])
-    >>> [round(aggregate(v, m, a, max_len=3).item(), 4) for a in AGGREGATIONS]
-    [3.6, 3.25, 3.0]
-    """
-    fn = resolve_aggregation(aggregation)
-    return fn(values, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
-
-
-# ----------------------------------------------------------------------------- policy loss
-
-
-def policy_loss(
-    logp: Tensor,
-    old_logp: Tensor,
-    advantages: Tensor,
-    mask: Tensor,
-    *,
-    eps_low: float = 0.2,
-    eps_high: float = 0.2,
-    aggregation: AggregationName | AggregateFn = "token_mean",
-    max_len: int | None = None,
-    n_tokens_global: Count | None = None,
-    n_seqs_global: Count | None = None,
-    is_weights: Tensor | None = None,
-) -> tuple[Tensor, dict[str, Tensor]]:
-    """Clipped surrogate loss with decoupled clip range, aggregated; returns `(loss, stats)`.
-    `is_weights` `(B, T)`, when given, multiply each token's loss (the rollout-mismatch correction of
-    `rlvr.grpo.correction`; no gradient flows through them).
-
-    `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`: `(B,)`. Per token:
-    `rho = exp(logp - old_logp)`, `l = -min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`,
-    then `aggregation` (a name or a function from `resolve_aggregation`) reduces `l` to a scalar.
-    Vanilla GRPO (DeepSeekMath) has `eps_low = eps_high`; DAPO's clip-higher raises `eps_high`
-    (0.28) so low-probability tokens can grow. No KL here: add `beta * aggregate(kl_penalty(...))`.
-
-    `stats` (detached, over the local mask tokens): `clip_frac_low`, the fraction where
-    `rho < 1 - eps_low` and `A < 0`; `clip_frac_high`, where `rho > 1 + eps_high` and `A > 0`;
-    `clip_frac`, either. These are exactly the tokens where the clipped branch wins and the
-    gradient is zero (TRL's `clip_ratio/low_mean`, `high_mean`; verl's `pg_clipfrac`).
-    `ratio_mean`, `ratio_min`, `ratio_max` of `rho` (min/max are +inf/-inf on an empty mask).
-    """
-    agg = resolve_aggregation(aggregation) if isinstance(aggregation, str) else aggregation
-    ratio = torch.exp(logp - old_logp)  # (B, T)
-    adv = advantages.unsqueeze(-1)  # (B, 1)
-    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
-    per_token = -torch.minimum(ratio * adv, clipped * adv)  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.detach()
-    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
-    with torch.no_grad():
-        m = mask.bool()
-        n = m.sum().clamp(min=1)
-        r = ratio.detach()
-        low = m & (r < 1.0 - eps_low) & (adv < 0)  # (B, T)
-        high = m & (r > 1.0 + eps_high) & (adv > 0)  # (B, T)
-        stats = {
-            "clip_frac_low": low.sum() / n,
-            "clip_frac_high": high.sum() / n,
-            "clip_frac": (low | high).sum() / n,
-            "ratio_mean": torch.where(m, r, 0.0).sum() / n,
-            "ratio_min": torch.where(m, r, math.inf).amin(),
-            "ratio_max": torch.where(m, r, -math.inf).amax(),
-        }
-    return loss, stats
+def resolve_reward_normalization(name: str) -> RewardNormFn:
+    """The multi-reward normalisation for a name in `REWARD_NORMALIZATIONS`; call it once at setup."""
+    if name not in REWARD_NORMALIZATIONS:
+        raise ValueError(f"unknown reward normalization {name!r}; choose one of {sorted(REWARD_NORMALIZATIONS)}")
+    return REWARD_NORMALIZATIONS[name]
 
 
 # ----------------------------------------------------------------------------- KL

@@ -112,9 +112,16 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     ]
     scored = runner.score(texts, _columns(probs, g, fmt))
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
+    # each reward's own values, for normalisations that treat them apart (GDPO): (K, n*G)
+    parts = [[math.nan if v is None else v for v in scored.values[name]] for name in runner.names]
+    weights = list(runner.weights)
     if ocfg.overlong_buffer:
         lengths = torch.tensor(comp.lengths, dtype=torch.float32)
-        total = total + obj.overlong_penalty(lengths, max_new, ocfg.overlong_buffer, ocfg.overlong_penalty)
+        shaping = obj.overlong_penalty(lengths, max_new, ocfg.overlong_buffer, ocfg.overlong_penalty)
+        total = total + shaping
+        parts.append(shaping.tolist())  # the overlong penalty is one more reward, weight 1
+        weights.append(1.0)
+    components = torch.tensor(parts, dtype=torch.float32)  # (K, n*G)
     groups = []
     for j, prob in enumerate(probs):
         rows = range(j * g, (j + 1) * g)
@@ -128,6 +135,8 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 "rollout_logp": [rollout_logp[i] for i in rows] if rollout_logp is not None else None,
                 "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
                 "total": total[j * g : (j + 1) * g],
+                "components": components[:, j * g : (j + 1) * g],  # (K, G)
+                "weights": weights,
             }
         )
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
@@ -147,7 +156,9 @@ def collect(
     sampler: Sampler | None = None,
 ) -> Rollout:
     """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig. With several
-    ranks every rank returns the same, whole rollout."""
+    ranks every rank returns the same, whole rollout. `advantage_fn(total, G, components=, weights=)`
+    turns the rewards into advantages (a resolved `objective.REWARD_NORMALIZATIONS` entry, as the
+    trainer builds it); groups that carry no per-reward values are given `advantage_fn(total, G)`."""
     p_need, g = cfg.prompts_per_step, cfg.group_size
     kept: list[dict[str, Any]] = []
     spare: list[dict[str, Any]] = []
@@ -183,7 +194,11 @@ def collect(
 def _assemble(kept: list[dict[str, Any]], tok, fmt: PromptFormatter, names: list[str], advantage_fn, g: int, stats):
     """Flatten the kept groups into a Rollout and compute their advantages."""
     total = torch.cat([k["total"] for k in kept])
-    adv = advantage_fn(total, g)
+    if "components" in kept[0]:  # each reward's values: the normalisation may use them (GDPO)
+        comps = torch.cat([k["components"] for k in kept], dim=1)  # (K, P*G)
+        adv = advantage_fn(total, g, components=comps, weights=torch.tensor(kept[0]["weights"]))
+    else:
+        adv = advantage_fn(total, g)
     problems = [k["problem"] for k in kept]
     encoded = encode_prompts(tok, [fmt.prompt(p) for p in problems])
     return Rollout(

@@ -35,7 +35,7 @@ from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
-from rlvr.runlog import RunDir, check_out, check_resume, read_jsonl, write_model_card
+from rlvr.runlog import RunDir, check_out, check_resume, check_space, read_jsonl, write_model_card
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["GRPOTrainer"]
@@ -66,10 +66,7 @@ class GRPOTrainer:
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
         self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
-        # variants resolved once: the loop below calls plain functions
-        self.advantage_fn = functools.partial(obj.resolve_advantage(self.ocfg.advantage_scale), eps=1e-4)
-        self.aggregate = obj.resolve_aggregation(self.ocfg.aggregation)
-        self.kl_fn = obj.resolve_kl(self.ocfg.kl_estimator)
+        self._resolve_objective()
         self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
         self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
         self.skipped_long = self._drop_long_prompts()
@@ -79,6 +76,11 @@ class GRPOTrainer:
         self.opt, self.sched = self._build_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.step, self.cursor = 0, 0
+        if self.dist.main and not resume:
+            n_ck = (cfg.steps // cfg.save_every if cfg.save_every else 0) + 1
+            check_space(
+                cfg.out, self._checkpoint_bytes() * n_ck + self._model_bytes(), f"{n_ck} checkpoint(s) and the model"
+            )
         self.run = RunDir(cfg.out, cfg, command="train", resume=resume, write=self.dist.main, overwrite=overwrite)
         self.run.write_manifest(
             seeds={"train": cfg.seed, "sampling": cfg.seed, "data_order": cfg.seed},
@@ -91,12 +93,23 @@ class GRPOTrainer:
             objective=self.ocfg.__dict__,
             prompt_format=self.fmt.fmt,
             world_size=self.dist.world,
+            reward_files=self.runner.files,
         )
         if resume:
             self._load_latest()
         self.sampler.sync(self.model, self.step)
 
     # ------------------------------------------------------------------ setup
+    def _model_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+
+    def _checkpoint_bytes(self) -> int:
+        """One checkpoint on disk: the weights saved (the adapters alone under LoRA) and AdamW's two
+        float32 moments of every trained parameter."""
+        trained = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        saved = self._model_bytes() if self.cfg.lora is None else 4 * trained
+        return saved + 8 * trained
+
     def _build_policy(self, model):
         if self.cfg.lora is None:
             return model.train()
@@ -111,6 +124,26 @@ class GRPOTrainer:
             task_type="CAUSAL_LM",
         )
         return get_peft_model(model, peft_cfg).train()
+
+    def _resolve_objective(self) -> None:
+        """Every variant resolved once into plain functions (docs/objectives.md): the loop never
+        branches on a name."""
+        o = self.ocfg
+        advantage = obj.resolve_advantage(o.advantage_scale)
+        self.advantage_fn = functools.partial(
+            obj.resolve_reward_normalization(o.reward_normalization), advantage=advantage, eps=1e-4
+        )
+        self.aggregate = obj.resolve_aggregation(o.aggregation)
+        self.policy_loss = functools.partial(
+            obj.resolve_policy_loss(o.policy_loss),
+            eps_low=o.eps_low,
+            eps_high=o.eps_high,
+            aggregation=self.aggregate,
+            delta=o.delta,
+        )
+        self.kl_fn = obj.resolve_kl(o.kl_estimator)
+        # high-entropy token selection (Beyond the 80/20 Rule); None = every token
+        self.token_quantile = o.top_entropy_quantile if o.top_entropy_quantile < 1.0 else None
 
     def _build_rollout(self) -> None:
         """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
@@ -239,23 +272,37 @@ class GRPOTrainer:
         mbs = self._micro_batches(ro, rows) if rows else []
         ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
         old: list[torch.Tensor | None] = [None] * len(mbs)
-        if self.cfg.num_iterations > 1:
-            with torch.no_grad():
-                old = [obj.token_logprobs(self._logits(self.model, b), b.targets) for _, b in mbs]
+        ents: list[torch.Tensor] = []  # (mb, Lc) entropies when token selection is on
+        if self.cfg.num_iterations > 1 or self.token_quantile is not None:
+            with torch.no_grad():  # one forward gives the old log-probs and the entropies
+                for j, (_, b) in enumerate(mbs):
+                    logits = self._logits(self.model, b)  # (mb, Lc, V)
+                    if self.cfg.num_iterations > 1:
+                        old[j] = obj.token_logprobs(logits, b.targets)
+                    if self.token_quantile is not None:
+                        ents.append(obj.entropy_from_logits(logits))
+        acc: dict[str, float] = {"update_rows_frac": len(rows) / max(1, len(ro.tokens))}
+        select: list[torch.Tensor | None] = [None] * len(mbs)
+        if self.token_quantile is not None:
+            select = self._select_tokens(mbs, ents, adv, self.token_quantile, acc)
         rolls = [self._rollout_logp(ro, idx, b) for idx, b in mbs]
         params = [p for p in self.model.parameters() if p.requires_grad]
-        acc: dict[str, float] = {"update_rows_frac": len(rows) / max(1, len(ro.tokens))}
         seen = float(sum(b.mask.sum() for _, b in mbs))
+        seqs = float(sum((b.mask.sum(-1) > 0).sum() for _, b in mbs))
         self.rollout_stats = {}
         for it in range(self.cfg.num_iterations):
             self.opt.zero_grad(set_to_none=True)
             for j, (idx, b) in enumerate(mbs):
                 share = float(b.mask.sum()) / seen if seen > 0 else 0.0
-                loss, st = self._loss(b, adv[idx], old[j], None if ref is None else ref[j], rolls[j], norm)
+                seq_share = float((b.mask.sum(-1) > 0).sum()) / seqs if seqs > 0 else 0.0
+                loss, st = self._loss(b, adv[idx], old[j], None if ref is None else ref[j], rolls[j], norm, select[j])
                 loss.backward()
-                for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "ratio_mean", "kl"):
+                n_it = self.cfg.num_iterations
+                for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "clip_frac_delta", "ratio_mean", "kl"):
                     if k in st:
-                        acc[k] = acc.get(k, 0.0) + share * float(st[k]) / self.cfg.num_iterations
+                        acc[k] = acc.get(k, 0.0) + share * float(st[k]) / n_it
+                if "seq_clip_frac" in st:  # a share of sequences (GSPO): weighted by sequences
+                    acc["seq_clip_frac"] = acc.get("seq_clip_frac", 0.0) + seq_share * float(st["seq_clip_frac"]) / n_it
                 acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
                 acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
@@ -279,24 +326,38 @@ class GRPOTrainer:
         acc["entropy"] = float((ent * lengths).sum() / lengths.sum().clamp(min=1))
         return acc
 
-    def _loss(self, b, adv, old, ref, roll, norm) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One micro-batch's loss: the clipped surrogate (weighted by the rollout correction when
-        another engine sampled), plus `beta * KL` when there is a reference."""
+    def _loss(self, b, adv, old, ref, roll, norm, select=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One micro-batch's loss: the configured policy loss (weighted by the rollout correction when
+        another engine sampled, restricted to the `select`ed tokens when token selection is on), plus
+        `beta * KL` when there is a reference."""
         logp = obj.token_logprobs(self._logits(self.model, b), b.targets)  # (mb, Lc)
         old = logp.detach() if old is None else old
         weights, extra = None, {}
         if roll is not None:  # the engine's log-probs of these tokens: correct the mismatch with ours
             weights = None if self.correct is None else self.correct(old, roll, b.mask)
             extra = correction_stats(old, roll, b.mask, torch.ones_like(roll) if weights is None else weights)
-        loss, st = obj.policy_loss(
-            logp, old, adv, b.mask, eps_low=self.ocfg.eps_low, eps_high=self.ocfg.eps_high, aggregation=self.aggregate,
-            is_weights=weights, **norm,
-        )  # fmt: skip
+        if select is not None:  # (mb, Lc) bool: only these tokens get policy gradient
+            weights = select.to(logp.dtype) if weights is None else weights * select
+        loss, st = self.policy_loss(logp, old, adv, b.mask, is_weights=weights, **norm)
         if ref is not None:
             kl = self.kl_fn(logp, ref)  # (mb, Lc)
             loss = loss + self.ocfg.beta * self.aggregate(kl, b.mask, **norm)
             st["kl"] = (kl.detach() * b.mask).sum() / b.mask.sum().clamp(min=1)
         return loss, {**st, **extra}
+
+    def _select_tokens(self, mbs, ents, adv, quantile: float, acc: dict[str, float]) -> list[torch.Tensor | None]:
+        """High-entropy token selection (Beyond the 80/20 Rule, `objective.select_top_entropy`): one
+        entropy threshold for the whole step, over the tokens that carry policy gradient (mask tokens
+        of rows with a non-zero advantage) of every micro-batch and rank, from the policy before this
+        step's update; each micro-batch's (mb, Lc) selection. A global threshold keeps the update the
+        same whatever the micro-batching or the number of ranks (TRL takes it per micro-batch)."""
+        pg = [b.mask.bool() & (adv[idx] != 0).unsqueeze(-1) for idx, b in mbs]  # (mb, Lc) each
+        mine = [e[m].float().cpu() for e, m in zip(ents, pg, strict=True)]
+        pool = torch.cat(self.dist.gather(torch.cat(mine) if mine else torch.zeros(0)))  # every rank's tokens
+        thr = obj.entropy_threshold(pool, quantile)
+        acc["entropy_threshold"] = float(thr)
+        acc["entropy_select_frac"] = float((pool >= thr).float().mean()) if pool.numel() else 0.0
+        return [obj.high_entropy_mask(e, b.mask, thr.to(e.device)) for e, (_, b) in zip(ents, mbs, strict=True)]
 
     def _rollout_logp(self, ro: Rollout, idx: torch.Tensor, b) -> torch.Tensor | None:
         """The rollout engine's log-probs of a micro-batch's completion tokens, (mb, Lc); None when
@@ -402,6 +463,7 @@ class GRPOTrainer:
         self.runner.close()
         self.sampler.close()
         self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
+        self.run.close()
         if self.dist.main:
             write_model_card(self.run.path)
         self.dist.barrier()

@@ -1,0 +1,527 @@
+"""From per-token log-probs to one scalar loss: policy-gradient surrogates, token selection, aggregation.
+
+The loss half of the objective, as pure tensor functions that import only torch (the advantage
+half, KL and the logits helpers are in `rlvr.grpo.objective`, which re-exports everything here).
+Every policy loss has the one signature of `PolicyLossFn`,
+`f(logp, old_logp, advantages, mask, *, eps_low, eps_high, aggregation, ...) -> (loss, stats)`,
+and is chosen once at setup from the literal dict `POLICY_LOSSES` (`resolve_policy_loss`), as the
+aggregation is from `AGGREGATIONS` (`resolve_aggregation`); the training loop never branches on a
+string.
+
+Shapes: `B` sequences in a (micro-)batch, `T` completion positions. `logp`, `old_logp`, `mask`,
+`is_weights`, `entropy` are `(B, T)`; `advantages` `(B,)`. `mask` is 1/True on completion tokens
+that count, 0 on prompt and padding (padded positions should hold finite values).
+
+Papers: DeepSeekMath GRPO (Shao et al. 2024, arXiv:2402.03300) is "vanilla GRPO"; DAPO (Yu et al.
+2025, arXiv:2503.14476); Dr. GRPO (Liu et al. 2025, arXiv:2503.20783); GSPO (Zheng et al. 2025,
+"Group Sequence Policy Optimization", arXiv:2507.18071); CISPO (MiniMax-M1, 2025,
+arXiv:2506.13585); two-sided clipping (INTELLECT-2, Prime Intellect 2025, arXiv:2505.07291; the
+dual clip of Ye et al. 2020, arXiv:1912.09729); high-entropy token selection (Wang et al. 2025,
+"Beyond the 80/20 Rule", arXiv:2506.01939). docs/objectives.md explains each with its config keys.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, Protocol
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "AGGREGATIONS",
+    "POLICY_LOSSES",
+    "AggregateFn",
+    "PolicyLossFn",
+    "aggregate",
+    "cispo_loss",
+    "entropy_threshold",
+    "global_counts",
+    "gspo_loss",
+    "gspo_token_loss",
+    "high_entropy_mask",
+    "policy_loss",
+    "resolve_aggregation",
+    "resolve_policy_loss",
+    "select_top_entropy",
+    "seq_mean_token_mean",
+    "seq_mean_token_sum_norm",
+    "token_mean",
+]
+
+AggregationName = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"]
+PolicyLossName = Literal["clip", "gspo", "gspo_token", "cispo"]
+Count = int | float | Tensor  # a normaliser: a Python number or a 0-d tensor
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+
+def _masked(values: Tensor, mask: Tensor) -> Tensor:
+    # where, not multiply: a NaN/inf at a padded position must not leak into the sum.
+    return torch.where(mask.bool(), values, 0.0)
+
+
+def _n_seqs(mask: Tensor) -> Tensor:
+    return (mask.bool().sum(-1) > 0).sum()
+
+
+def global_counts(mask: Tensor) -> tuple[Tensor, Tensor]:
+    """`(n_tokens, n_seqs)` of a full batch's `(B, T)` mask, to pass to every micro-batch's loss.
+
+    A sequence counts when it has at least one mask token (a fully masked one, e.g. a truncated
+    completion under `mask_truncated`, adds nothing to any sequence mean).
+
+    >>> global_counts(torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]]))
+    (tensor(3), tensor(2))
+    """
+    return mask.bool().sum(), _n_seqs(mask)
+
+
+def token_mean(
+    values: Tensor,
+    mask: Tensor,
+    *,
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+) -> Tensor:
+    """DAPO token-level loss (Yu et al. 2025, arXiv:2503.14476, Eq. 12): `sum_{i,t} v_it / N`.
+
+    `values`, `mask`: `(B, T)`; returns a scalar. `N` = `n_tokens_global` when given (the mask
+    sum of the whole batch across gradient-accumulation micro-batches, and across data-parallel
+    ranks if gradients are summed), else the local mask sum. Summing micro-batch losses computed
+    with the global `N` gives the full-batch loss exactly.
+    Change from vanilla GRPO: every token weighs the same, so long sequences are not down-weighted
+    per token (GRPO's length bias). `max_len` and `n_seqs_global` are ignored.
+    """
+    n = mask.bool().sum().clamp(min=1) if n_tokens_global is None else n_tokens_global
+    return _masked(values, mask).sum() / n
+
+
+def seq_mean_token_mean(
+    values: Tensor,
+    mask: Tensor,
+    *,
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+) -> Tensor:
+    """Vanilla GRPO (DeepSeekMath Eq. 3): `(1/S) sum_i (1/|o_i|) sum_t v_it`.
+
+    `values`, `mask`: `(B, T)`; returns a scalar. `|o_i|` is the mask sum of row i; `S` is
+    `n_seqs_global` when given (non-empty sequences of the whole batch, see `global_counts`),
+    else the local number of non-empty rows. Rows with no mask token contribute 0.
+    """
+    m = mask.bool()
+    per_seq = _masked(values, m).sum(-1) / m.sum(-1).clamp(min=1)  # (B,)
+    n = _n_seqs(m).clamp(min=1) if n_seqs_global is None else n_seqs_global
+    return per_seq.sum() / n
+
+
+def seq_mean_token_sum_norm(
+    values: Tensor,
+    mask: Tensor,
+    *,
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+) -> Tensor:
+    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `(1/S) sum_i (1/L) sum_t v_it`, `L = max_len`.
+
+    `values`, `mask`: `(B, T)`; returns a scalar. `L` is a constant (the generation budget,
+    required), so a sequence's weight does not depend on its own length. `S` as in
+    `seq_mean_token_mean`. Change from vanilla GRPO: `1/|o_i|` becomes the constant `1/L`, which
+    removes the response-length bias (long wrong answers no longer get a smaller per-token
+    penalty).
+    """
+    if max_len is None or max_len <= 0:
+        raise ValueError("seq_mean_token_sum_norm needs max_len > 0 (the generation budget)")
+    m = mask.bool()
+    per_seq = _masked(values, m).sum(-1) / max_len  # (B,)
+    n = _n_seqs(m).clamp(min=1) if n_seqs_global is None else n_seqs_global
+    return per_seq.sum() / n
+
+
+class AggregateFn(Protocol):
+    def __call__(
+        self,
+        values: Tensor,
+        mask: Tensor,
+        *,
+        max_len: int | None = None,
+        n_tokens_global: Count | None = None,
+        n_seqs_global: Count | None = None,
+    ) -> Tensor: ...
+
+
+AGGREGATIONS: dict[str, AggregateFn] = {
+    "token_mean": token_mean,
+    "seq_mean_token_mean": seq_mean_token_mean,
+    "seq_mean_token_sum_norm": seq_mean_token_sum_norm,
+}
+
+
+def resolve_aggregation(name: str) -> AggregateFn:
+    """The aggregation function for a name in `AGGREGATIONS`; call it once at setup."""
+    if name not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {name!r}; choose one of {sorted(AGGREGATIONS)}")
+    return AGGREGATIONS[name]
+
+
+def aggregate(
+    values: Tensor,
+    mask: Tensor,
+    aggregation: AggregationName,
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+) -> Tensor:
+    """Reduce per-token `values` `(B, T)` under `mask` `(B, T)` to a scalar, as the named variant.
+
+    The policy loss and the KL term go through the same function, so both are reduced alike.
+
+    >>> v, m = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[1, 1, 0], [1, 1, 1]])
+    >>> [round(aggregate(v, m, a, max_len=3).item(), 4) for a in AGGREGATIONS]
+    [3.6, 3.25, 3.0]
+    """
+    fn = resolve_aggregation(aggregation)
+    return fn(values, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+
+
+def _agg_fn(aggregation: AggregationName | AggregateFn) -> AggregateFn:
+    return resolve_aggregation(aggregation) if isinstance(aggregation, str) else aggregation
+
+
+# ----------------------------------------------------------------------------- policy losses
+
+
+def _ratio_stats(ratio: Tensor, m: Tensor) -> dict[str, Tensor]:
+    """`ratio_mean` over the mask tokens, `ratio_min`/`ratio_max` (+inf/-inf on an empty mask)."""
+    n = m.sum().clamp(min=1)
+    return {
+        "ratio_mean": torch.where(m, ratio, 0.0).sum() / n,
+        "ratio_min": torch.where(m, ratio, math.inf).amin(),
+        "ratio_max": torch.where(m, ratio, -math.inf).amax(),
+    }
+
+
+def policy_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    aggregation: AggregationName | AggregateFn = "token_mean",
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+    is_weights: Tensor | None = None,
+    delta: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """`"clip"`: the PPO/GRPO clipped surrogate, token level, decoupled clip range; `(loss, stats)`.
+
+    `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`: `(B,)`. Per token:
+    `rho = exp(logp - old_logp)`, `l = -min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`,
+    then `aggregation` (a name or a function from `resolve_aggregation`) reduces `l` to a scalar.
+    Vanilla GRPO (DeepSeekMath) has `eps_low = eps_high`; DAPO's clip-higher raises `eps_high`
+    (0.28) so low-probability tokens can grow. No KL here: add `beta * aggregate(kl_penalty(...))`.
+    `is_weights` `(B, T)`, when given, multiply each token's loss (the rollout-mismatch correction
+    of `rlvr.grpo.correction`, or a 0/1 token selection; no gradient flows through them).
+
+    `delta` (None = off): two-sided clipping (INTELLECT-2, arXiv:2505.07291, Sec. 4.1; the dual
+    clip of Ye et al. 2020, arXiv:1912.09729; TRL's `delta`): the unclipped branch uses
+    `min(rho, delta)`, which bounds the loss of a token with `A < 0` whose ratio has run away
+    (plain GRPO's loss grows without limit in `rho` there). Needs `delta > 1 + eps_high`; tokens
+    with `A > 0` are unaffected. Change from vanilla GRPO: none when `delta` is None.
+
+    `stats` (detached, over the local mask tokens): `clip_frac_low`, the fraction where
+    `rho < 1 - eps_low` and `A < 0`; `clip_frac_high`, where `rho > 1 + eps_high` and `A > 0`;
+    `clip_frac_delta` (only when `delta` is set), where `rho > delta` and `A < 0`; `clip_frac`,
+    any of them. These are exactly the tokens where a clipped branch wins and the gradient is zero
+    (TRL's `clip_ratio/low_mean`, `high_mean`; verl's `pg_clipfrac`). `ratio_mean`, `ratio_min`,
+    `ratio_max` of `rho` (min/max are +inf/-inf on an empty mask).
+    """
+    agg = _agg_fn(aggregation)
+    ratio = torch.exp(logp - old_logp)  # (B, T)
+    adv = advantages.unsqueeze(-1)  # (B, 1)
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
+    surr = ratio if delta is None else torch.clamp(ratio, max=delta)  # (B, T)
+    per_token = -torch.minimum(surr * adv, clipped * adv)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
+    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    with torch.no_grad():
+        m = mask.bool()
+        n = m.sum().clamp(min=1)
+        r = ratio.detach()
+        low = m & (r < 1.0 - eps_low) & (adv < 0)  # (B, T)
+        high = m & (r > 1.0 + eps_high) & (adv > 0)  # (B, T)
+        stats = {"clip_frac_low": low.sum() / n, "clip_frac_high": high.sum() / n}
+        if delta is not None:
+            dual = m & (r > delta) & (adv < 0)  # (B, T)
+            stats["clip_frac_delta"] = dual.sum() / n
+            low = low | dual
+        stats["clip_frac"] = (low | high).sum() / n
+        stats.update(_ratio_stats(r, m))
+    return loss, stats
+
+
+def _sequence_log_ratio(logp: Tensor, old_logp: Tensor, m: Tensor) -> Tensor:
+    """`mean_t (logp - old_logp)` over each row's mask tokens, `(B,)`; 0 for an empty row."""
+    return torch.where(m, logp - old_logp, 0.0).sum(-1) / m.sum(-1).clamp(min=1)
+
+
+def _sequence_clip(
+    s: Tensor, adv: Tensor, m: Tensor, eps_low: float, eps_high: float, delta: float | None
+) -> dict[str, Tensor]:
+    """GSPO's statistics from the sequence ratios `s` `(B,)`, advantages `(B, 1)`, mask `(B, T)`."""
+    a = adv.squeeze(-1)  # (B,)
+    low = (s < 1.0 - eps_low) & (a < 0)  # (B,)
+    high = (s > 1.0 + eps_high) & (a > 0)  # (B,)
+    tokens, seqs = m.sum(-1), m.any(-1)  # (B,)
+    n_tok = m.sum().clamp(min=1)
+    stats = {"clip_frac_low": (tokens * low).sum() / n_tok, "clip_frac_high": (tokens * high).sum() / n_tok}
+    if delta is not None:
+        dual = (s > delta) & (a < 0)  # (B,)
+        stats["clip_frac_delta"] = (tokens * dual).sum() / n_tok
+        low = low | dual
+    stats["clip_frac"] = (tokens * (low | high)).sum() / n_tok
+    stats["seq_clip_frac"] = (seqs & (low | high)).sum() / seqs.sum().clamp(min=1)
+    stats.update(_ratio_stats(s.unsqueeze(-1).expand(m.shape), m))
+    return stats
+
+
+def gspo_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    aggregation: AggregationName | AggregateFn = "seq_mean_token_mean",
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+    is_weights: Tensor | None = None,
+    delta: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """`"gspo"`: GSPO (Zheng et al. 2025, Qwen team, arXiv:2507.18071, Eq. 5-7); `(loss, stats)`.
+
+    Sequence-level importance ratio `s_i = exp((1/|o_i|) sum_t (logp_it - old_logp_it))` (the
+    geometric mean of the token ratios), clipped per sequence:
+    `l_i = -min(s_i * A_i, clip(s_i, 1 - eps_low, 1 + eps_high) * A_i)`. `l_i` is put on every
+    mask token of row i and reduced by `aggregation`; with `seq_mean_token_mean` (the paper's
+    `1/G sum_i`) the loss is `mean_i l_i`. `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`
+    `(B,)`; `is_weights` `(B, T)` multiply the per-token loss (no gradient); `delta` bounds
+    `s_i` in the unclipped branch as in `policy_loss` (sequence level, as TRL does).
+
+    Change from vanilla GRPO: one ratio and one clip decision per sequence instead of per token,
+    so a clipped sequence sends no gradient through any of its tokens and an unclipped one sends
+    `-A_i s_i * mean_t grad logp_it`; token-level ratio noise no longer accumulates over long
+    responses. The clip range is tiny because `s_i` is a per-token geometric mean: the paper uses
+    3e-4 / 4e-4. With one update per rollout (`num_iterations: 1`, rollouts sampled by rlvr) every
+    `s_i` is 1 and GSPO equals GRPO with `seq_mean_token_mean`; it matters off-policy.
+
+    `stats`: `clip_frac_low|high|delta|clip_frac`, the share of the mask tokens whose sequence is
+    clipped (zero gradient), as for the token loss; `seq_clip_frac`, the share of non-empty
+    sequences that are clipped (by either bound or `delta`); `ratio_mean|min|max` of `s_i` over the
+    mask tokens.
+    """
+    agg = _agg_fn(aggregation)
+    m = mask.bool()
+    s = torch.exp(_sequence_log_ratio(logp, old_logp, m)).unsqueeze(-1)  # (B, 1)
+    adv = advantages.unsqueeze(-1)  # (B, 1)
+    clipped = torch.clamp(s, 1.0 - eps_low, 1.0 + eps_high)  # (B, 1)
+    surr = s if delta is None else torch.clamp(s, max=delta)  # (B, 1)
+    per_token = (-torch.minimum(surr * adv, clipped * adv)).expand_as(logp)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
+    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    with torch.no_grad():
+        stats = _sequence_clip(s.detach().squeeze(-1), adv, m, eps_low, eps_high, delta)
+    return loss, stats
+
+
+def gspo_token_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    eps_low: float = 3e-4,
+    eps_high: float = 4e-4,
+    aggregation: AggregationName | AggregateFn = "seq_mean_token_mean",
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+    is_weights: Tensor | None = None,
+    delta: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """`"gspo_token"`: GSPO-token (Zheng et al. 2025, arXiv:2507.18071, Eq. 13-14); `(loss, stats)`.
+
+    Token ratio `s_it = sg(s_i) * exp(logp_it - sg(logp_it))`: its value is the sequence ratio
+    `s_i` of `gspo_loss`, its gradient that of `logp_it` alone; then the token-level clipped
+    surrogate `l_it = -min(s_it * A_i, clip(s_it, 1 - eps_low, 1 + eps_high) * A_i)` and
+    `aggregation`. Shapes, `is_weights`, `delta` and `stats` as in `gspo_loss`.
+
+    With one advantage per sequence (rlvr's outcome rewards) loss and gradient equal `gspo_loss`'s
+    under `seq_mean_token_mean` (the paper's point, tested); the form exists for per-token
+    advantages. Change from vanilla GRPO: as GSPO (the clip decision is per sequence).
+    """
+    agg = _agg_fn(aggregation)
+    m = mask.bool()
+    log_s = _sequence_log_ratio(logp, old_logp, m).detach().unsqueeze(-1)  # (B, 1)
+    coef = torch.exp(logp - logp.detach() + log_s)  # (B, T): value s_i, gradient of logp_it
+    adv = advantages.unsqueeze(-1)  # (B, 1)
+    clipped = torch.clamp(coef, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
+    surr = coef if delta is None else torch.clamp(coef, max=delta)  # (B, T)
+    per_token = -torch.minimum(surr * adv, clipped * adv)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
+    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    with torch.no_grad():
+        stats = _sequence_clip(torch.exp(log_s).squeeze(-1), adv, m, eps_low, eps_high, delta)
+    return loss, stats
+
+
+def cispo_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 4.0,
+    aggregation: AggregationName | AggregateFn = "token_mean",
+    max_len: int | None = None,
+    n_tokens_global: Count | None = None,
+    n_seqs_global: Count | None = None,
+    is_weights: Tensor | None = None,
+    delta: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """`"cispo"`: CISPO (MiniMax-M1, 2025, arXiv:2506.13585, Eq. 4-5); `(loss, stats)`.
+
+    Per token `l = -sg(min(rho, 1 + eps_high)) * A * logp` with `rho = exp(logp - old_logp)`, then
+    `aggregation` (the paper's is `token_mean`). The importance weight itself is clipped and its
+    gradient stopped, so every token keeps the REINFORCE gradient `-w A grad logp`, `w <= 1 + eps_high`.
+    `logp`, `old_logp`, `mask`: `(B, T)`; `advantages` `(B,)`; `is_weights` `(B, T)` multiply the
+    per-token loss (no gradient). `eps_low` is unused (MiniMax-M1 sets no lower bound, as TRL);
+    `delta` must be None (the weight is already bounded).
+
+    Change from vanilla GRPO: a token whose ratio leaves the clip range still gets gradient
+    (only its weight is capped), so rare high-ratio "fork" tokens (`However`, `Wait`) keep
+    learning after the first off-policy update instead of being dropped. TRL's `loss_type="cispo"`
+    caps at `epsilon_high` itself: TRL `epsilon_high = 1 + eps_high` here (ScaleRL,
+    arXiv:2510.13786, uses 5.0, i.e. `eps_high = 4`). Like GSPO, it matters off-policy only: with
+    one update per rollout `w = 1` and this is REINFORCE with group advantages.
+
+    `stats`: `clip_frac_high` / `clip_frac_low`, the share of mask tokens whose weight was capped
+    (`rho > 1 + eps_high`) with `A > 0` / `A < 0` (TRL's `cispo_clip_ratio` is the first); they
+    still get gradient. `clip_frac`, either. `ratio_mean|min|max` of `rho`.
+    """
+    if delta is not None:
+        raise ValueError("cispo: delta does not apply (the importance weight is already capped at 1 + eps_high)")
+    agg = _agg_fn(aggregation)
+    ratio = torch.exp(logp - old_logp)  # (B, T)
+    adv = advantages.unsqueeze(-1)  # (B, 1)
+    weight = torch.clamp(ratio, max=1.0 + eps_high).detach()  # (B, T)
+    per_token = -weight * adv * logp  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
+    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    with torch.no_grad():
+        m = mask.bool()
+        n = m.sum().clamp(min=1)
+        r = ratio.detach()
+        capped = m & (r > 1.0 + eps_high)  # (B, T)
+        high, low = capped & (adv > 0), capped & (adv < 0)
+        stats = {"clip_frac_low": low.sum() / n, "clip_frac_high": high.sum() / n, "clip_frac": (low | high).sum() / n}
+        stats.update(_ratio_stats(r, m))
+    return loss, stats
+
+
+class PolicyLossFn(Protocol):
+    def __call__(
+        self,
+        logp: Tensor,
+        old_logp: Tensor,
+        advantages: Tensor,
+        mask: Tensor,
+        *,
+        eps_low: float = ...,
+        eps_high: float = ...,
+        aggregation: AggregationName | AggregateFn = ...,
+        max_len: int | None = None,
+        n_tokens_global: Count | None = None,
+        n_seqs_global: Count | None = None,
+        is_weights: Tensor | None = None,
+        delta: float | None = None,
+    ) -> tuple[Tensor, dict[str, Tensor]]: ...
+
+
+POLICY_LOSSES: dict[str, PolicyLossFn] = {
+    "clip": policy_loss,
+    "gspo": gspo_loss,
+    "gspo_token": gspo_token_loss,
+    "cispo": cispo_loss,
+}
+
+
+def resolve_policy_loss(name: str) -> PolicyLossFn:
+    """The policy loss for a name in `POLICY_LOSSES`; call it once at setup."""
+    if name not in POLICY_LOSSES:
+        raise ValueError(f"unknown policy loss {name!r}; choose one of {sorted(POLICY_LOSSES)}")
+    return POLICY_LOSSES[name]
+
+
+# ----------------------------------------------------------------------------- token selection
+
+
+def entropy_threshold(entropies: Tensor, quantile: float) -> Tensor:
+    """The entropy above which the top `quantile` fraction of tokens lies: a 0-d tensor.
+
+    `entropies`: 1-D, the entropies of the tokens to choose among (all ranks', all micro-batches').
+    Returns the `1 - quantile` quantile with linear interpolation, as `torch.quantile` (which
+    TRL uses) but through a sort, so there is no limit on the number of tokens; `+inf` (nothing
+    selected) when there are none. `quantile = 1` keeps all, `0` only the maximum.
+
+    >>> e = torch.tensor([0.5, 2.0, 1.0, 3.0, 0.1])
+    >>> entropy_threshold(e, 0.25).item(), round(entropy_threshold(e, 0.2).item(), 4)
+    (2.0, 2.2)
+    """
+    if not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {quantile}")
+    v = entropies.detach().reshape(-1).sort().values
+    if v.numel() == 0:
+        return torch.tensor(math.inf, dtype=v.dtype, device=v.device)
+    pos = (1.0 - quantile) * (v.numel() - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, v.numel() - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def high_entropy_mask(entropy: Tensor, mask: Tensor, threshold: Tensor | float) -> Tensor:
+    """`(B, T)` bool: the mask tokens whose entropy is at least `threshold` (`entropy_threshold`)."""
+    return mask.bool() & (entropy.detach() >= threshold)
+
+
+def select_top_entropy(entropy: Tensor, mask: Tensor, quantile: float) -> Tensor:
+    """Beyond the 80/20 Rule (Wang et al. 2025, arXiv:2506.01939): `(B, T)` bool, the top `quantile`
+    fraction of the mask tokens by entropy (the paper keeps 0.2), threshold taken over this batch.
+
+    Multiply the policy-gradient loss by it (`is_weights`); the normaliser still counts every mask
+    token, and a KL term is not masked (as TRL's `top_entropy_quantile`). `entropy`, `mask`:
+    `(B, T)`. Change from vanilla GRPO: only high-entropy "forking" tokens get policy gradient;
+    the paper finds the low-entropy 80% contribute little or hurt. The trainer takes the threshold
+    over the whole step (`entropy_threshold` of every micro-batch and rank) instead of per
+    micro-batch, so that gradient accumulation and data parallelism do not change the selection.
+
+    >>> e = torch.tensor([[0.1, 2.0, 0.3], [1.5, 0.2, 9.0]])
+    >>> select_top_entropy(e, torch.tensor([[1, 1, 1], [1, 1, 0]]), 0.4).int().tolist()
+    [[0, 1, 0], [1, 0, 0]]
+    """
+    return high_entropy_mask(entropy, mask, entropy_threshold(entropy[mask.bool()], quantile))
