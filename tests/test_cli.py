@@ -145,3 +145,8 @@ def test_rewards_check(tmp_path: Path) -> None:
     assert ok.returncode == 0 and "accepted" in ok.stdout
     out = rlvr("rewards", "check", str(bad))
     assert out.returncode == 1 and "import of 'os' is not allowed" in out.stdout
+    named = tmp_path / "named.py"  # the entry point a config names with `function:`
+    named.write_text("def score(completions, **kwargs):\n    return [float('####' in c) for c in completions]\n")
+    out = rlvr("rewards", "check", str(named), "--function", "score")
+    assert out.returncode == 0 and "accepted" in out.stdout, out.stdout + out.stderr
+    assert rlvr("rewards", "check", str(named)).returncode == 1  # no `reward` in it

@@ -218,8 +218,8 @@ def test_group_packing_matches_flat_packing(arch: str, lora: bool, comps) -> Non
         logps.append(lp * batch.mask)
         grads.append([p.grad.clone() for p in model.parameters() if p.requires_grad])
     torch.testing.assert_close(logps[1], logps[0], atol=1e-5, rtol=1e-5)
-    for a, b in zip(*grads, strict=True):
-        torch.testing.assert_close(b, a, atol=1e-4, rtol=1e-4)
+    for a, b in zip(*grads, strict=True):  # float32 sums in another order: 1.2e-4 seen on one host's GEMM kernels
+        torch.testing.assert_close(b, a, atol=3e-4, rtol=1e-4)
 
 
 def _reference_update(model, opt, ro, pad_id: int, cfg, ocfg) -> None:

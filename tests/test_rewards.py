@@ -91,8 +91,12 @@ def test_registry_builds_with_params() -> None:
     fn = build_reward(RewardSpec(name="process", params={"max_ratio": 3.0}))
     long = "\n".join(["14*2=<<14*2=28>>28", "28+10=<<28+10=38>>38"] * 2)
     assert fn([long], steps=[GOLD_STEPS]) == [0.0]  # 4 steps <= 3 * 2: no penalty
+    with pytest.raises(ValueError, match="unknown reward 'nope'"):  # refused when the config is read
+        RewardSpec(name="nope")
+    with pytest.raises(ValueError, match="unexpected keyword argument 'max_ration'"):
+        RewardSpec(name="process", params={"max_ration": 3.0})
     with pytest.raises(KeyError, match="unknown reward 'nope'"):
-        build_reward(RewardSpec(name="nope"))
+        build_reward(RewardSpec.model_construct(name="nope", params={}, file=None))
 
 
 def test_rewards_work_in_trl_style_call() -> None:

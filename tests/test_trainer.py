@@ -168,7 +168,7 @@ def test_unknown_reward_is_a_config_error(tmp_path: Path) -> None:
 
     f = tmp_path / "run.yaml"
     f.write_text("steps: 3\nrewards:\n  - name: outcom\n")
-    with pytest.raises(ConfigError, match=r"run.yaml:2: field 'rewards': .*unknown reward 'outcom'"):
+    with pytest.raises(ConfigError, match=r"run.yaml:3: field 'rewards.0': .*unknown reward 'outcom'"):
         load_config(TrainConfig, f)
 
 

@@ -3,6 +3,7 @@ on the console, and exit status 2 with a one-line reason on bad input."""
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from pathlib import Path
@@ -174,7 +175,9 @@ def train(
     preset: Annotated[str | None, typer.Option(help="Named recipe: demo, correctness-only, format-only.")] = None,
     model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
     task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
-    objective: Annotated[str | None, typer.Option(help="grpo, dr_grpo or dapo.")] = None,
+    objective: Annotated[
+        str | None, typer.Option(help="Paper preset: grpo, dr_grpo, dapo, gspo, cispo, rloo, reinforce_pp, ... (docs).")
+    ] = None,
     steps: Annotated[int | None, typer.Option(help="GRPO steps.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     beta: Annotated[float | None, typer.Option(help="KL coefficient (overrides the objective preset).")] = None,
@@ -192,6 +195,7 @@ def train(
     from rlvr.config import load_config
     from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
     from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.runlog import relocated_model
 
     overrides = {
         "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
@@ -207,6 +211,9 @@ def train(
         if not (resume / "config.yaml").is_file():
             fail(f"{resume}: not a run folder (no config.yaml)")
         cfg = load_config(TrainConfig, resume / "config.yaml", {"out": str(resume)})
+        if (moved := relocated_model(resume, cfg.model)) is not None:  # a moved or copied run folder
+            console.print(f"note: model {cfg.model} not found from here; using {moved} (recorded beside the run)")
+            cfg = cfg.model_copy(update={"model": moved})
     else:
         if preset is not None and preset not in TRAIN_PRESETS:
             fail(f"unknown preset {preset!r}; known: {', '.join(TRAIN_PRESETS)}")
@@ -300,15 +307,22 @@ def models_import_gguf(
 @rewards_app.command("check")
 def rewards_check(
     file: Annotated[Path, typer.Argument(help="Python file defining reward(completions, **kwargs).")],
+    function: Annotated[str, typer.Option("--function", help="The entry point's name (a config's function:).")] = (
+        "reward"
+    ),
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per sandboxed call.")] = 10.0,
     unsafe_no_sandbox: Annotated[
         bool, typer.Option("--unsafe-no-sandbox", help="Run without OS isolation (only for code you trust).")
     ] = False,
 ) -> None:
     """Validate a reward file in the OS sandbox (static check, load, namespace, probe calls)."""
-    from rlvr.search.sandbox import check_file
+    from rlvr.sandbox import check_file
 
-    raise typer.Exit(check_file(file, timeout_s=timeout, unsafe_no_sandbox=unsafe_no_sandbox))
+    try:
+        code = check_file(file, timeout_s=timeout, unsafe_no_sandbox=unsafe_no_sandbox, function=function)
+    except ValueError as e:  # a function name that is not a Python identifier
+        fail(str(e))
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -373,13 +387,14 @@ def verify(
 ) -> None:
     """Verify completions: each line comes back with `correct`, `parsed` and `reason` added."""
     from rlvr.rewards._columns import gold_answer
+    from rlvr.textfile import TextFileError, read_text
     from rlvr.verify import verify_answer
 
     rows = []
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        fail(f"{file}: cannot read: {e.strerror}")
+        lines = read_text(file).splitlines()
+    except TextFileError as e:
+        fail(str(e))
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -412,3 +427,15 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
     except ConfigError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
+    except OSError as e:
+        if e.errno not in _DISK_ERRORS:
+            raise
+        # a full or read-only disk mid-run: one line; checkpoints are atomic, so `--resume` goes on
+        # from the last finished one
+        where = f"{e.filename}: " if e.filename else ""
+        console.print(f"[bold red]error:[/] {where}{e.strerror} (free space, then --resume)", highlight=False,
+                      soft_wrap=True)  # fmt: skip
+        sys.exit(2)
+
+
+_DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG}

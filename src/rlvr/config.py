@@ -9,15 +9,18 @@ the CLI can exit 2 with that line. The resolved config is written into the run f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rlvr.tasks.prompt import PromptFormat
+from rlvr.textfile import TextFileError, read_text
+from rlvr.trackers import TrackerName, check_installed
 
 __all__ = [
     "ConfigError",
+    "ReportTo",
     "RolloutConfig",
     "SamplingConfig",
     "StrictModel",
@@ -80,6 +83,9 @@ class RolloutConfig(StrictModel):
     vllm_kwargs: dict[str, Any] = {}  # any other `vllm.LLM` argument, e.g. {kv_cache_memory_bytes: 268435456}
 
 
+# `report_to: [tensorboard, trackio, wandb, mlflow]` (rlvr.trackers): refused when read if one is not installed
+ReportTo = Annotated[list[TrackerName], AfterValidator(check_installed)]
+
 _MOVED_TO_SAMPLING = ("max_new_tokens", "temperature", "top_p")
 
 
@@ -112,9 +118,9 @@ def _key_lines(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str,
 def load_yaml_mapping(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """Read a YAML mapping and the line of every key; raise ConfigError naming the file otherwise."""
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+        text = read_text(path)
+    except TextFileError as e:
+        raise ConfigError(str(e)) from None
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)

@@ -26,12 +26,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlvr.config import dump_config
+from rlvr.trackers import Trackers, open_trackers
 
 __all__ = [
     "RunDir",
     "RunFolderError",
     "check_out",
     "check_resume",
+    "check_space",
+    "relocated_model",
     "write_model_card",
     "package_versions",
     "git_commit",
@@ -118,6 +121,43 @@ def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False
         raise RunFolderError(f"{existing}: not writable, so {p} cannot hold a run")
 
 
+def check_space(path: str | Path, need_bytes: int, what: str) -> None:
+    """Refuse, before any work, a run that cannot fit on the disk of `path` (`what` says what needs
+    the space, e.g. "5 checkpoints and the final model")."""
+    p = Path(path)
+    existing = next(q for q in (p, *p.parents) if q.exists())
+    free = shutil.disk_usage(existing).free
+    if need_bytes > free:
+        raise RunFolderError(
+            f"{p}: {what} need about {need_bytes / 2**30:.2f} GiB, {free / 2**30:.2f} GiB free on that disk; "
+            "free space, or save fewer checkpoints (save_every)"
+        )
+
+
+def _model_paths(run: Path, model: Any) -> dict[str, str] | None:
+    """Where the run's model input is, absolute and relative to the run folder, so a moved or copied
+    run folder (with its base beside it) still finds it (`relocated_model`)."""
+    if not isinstance(model, str) or not Path(model).expanduser().exists():
+        return None
+    absolute = Path(model).expanduser().resolve()
+    return {"absolute": str(absolute), "from_run": os.path.relpath(absolute, run.resolve())}
+
+
+def relocated_model(run: str | Path, model: str) -> str | None:
+    """The model input of a run folder that moved: `model` as recorded no longer exists (a relative
+    path from another working directory, or a moved base), but the path recorded relative to the run
+    folder does. None when `model` exists as it is or nothing better is known."""
+    if Path(model).expanduser().exists():
+        return None
+    try:
+        paths = json.loads((Path(run) / "manifest.json").read_text()).get("paths", {}).get("model", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    candidates = [Path(run) / paths["from_run"]] if "from_run" in paths else []
+    candidates += [Path(paths["absolute"])] if "absolute" in paths else []
+    return next((str(c.resolve()) for c in candidates if c.exists()), None)
+
+
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(d, dict):
         return {prefix: d}
@@ -138,6 +178,8 @@ def check_resume(path: str | Path, config: BaseModel) -> None:
     if recorded is None:
         return  # a run from before configs were recorded
     now, then = _flat(config.model_dump(mode="json")), _flat(recorded)
+    if isinstance(then.get("model"), str) and relocated_model(path, then["model"]) == now.get("model"):
+        now["model"] = then["model"]  # the same model, found from the moved run folder
     changed = sorted(k for k in now.keys() | then.keys() if k != "out" and now.get(k) != then.get(k))
     if changed:
         raise RunFolderError(
@@ -157,6 +199,7 @@ class RunDir:
         self.path, self.writes = Path(path), write
         self.started = time.time()
         self.manifest: dict[str, Any] = {}
+        self.trackers: Trackers | None = None
         if not write:
             return
         check_out(self.path, resume=resume, overwrite=overwrite)
@@ -176,15 +219,20 @@ class RunDir:
             "data": {},
             "config": config.model_dump(mode="json"),
         }
+        if (paths := _model_paths(self.path, getattr(config, "model", None))) is not None:
+            self.manifest["paths"] = {"model": paths}
         if resume and (self.path / "manifest.json").exists():
             old = json.loads((self.path / "manifest.json").read_text())
             self.manifest["seeds"] = old.get("seeds", {})
             self.manifest["data"] = old.get("data", {})
             self.manifest["config"] = old.get("config", self.manifest["config"])
+            self.manifest["paths"] = old.get("paths", self.manifest.get("paths", {}))
             self.manifest["resumed_from"] = old.get("created")
         elif not resume:
             (self.path / "metrics.jsonl").write_text("")
         self.write_manifest()
+        flat = _flat(self.manifest["config"])
+        self.trackers = open_trackers(list(getattr(config, "report_to", [])), self.path, flat)
 
     def write_manifest(self, **updates: Any) -> None:
         """Merge `updates` into the manifest and rewrite it atomically."""
@@ -201,6 +249,14 @@ class RunDir:
             return
         with (self.path / "metrics.jsonl").open("a") as fh:
             fh.write(json.dumps(_clean(metrics)) + "\n")
+        if self.trackers is not None:
+            self.trackers.log(metrics)
+
+    def close(self) -> None:
+        """Close the experiment trackers (`report_to`); metrics.jsonl needs nothing."""
+        if self.trackers is not None:
+            self.trackers.close()
+            self.trackers = None
 
     def write_samples(self, name: str, rows: list[dict[str, Any]]) -> Path:
         """Write completions (one JSON object per line) to samples/<name>.jsonl."""

@@ -200,10 +200,38 @@ def _load_eval(path: Path) -> dict[str, Any]:
         raise CompareError(f"{path}: no eval.json (not an evaluation folder)") from None
     except (OSError, json.JSONDecodeError) as e:
         raise CompareError(f"{file}: cannot read: {e}") from None
+    if not isinstance(data, dict):
+        raise CompareError(f"{file}: not a JSON object (not an rlvr eval.json)")
     for key in ("task", "split", "metrics", "per_problem"):
         if key not in data:
             raise CompareError(f"{file}: missing key {key!r} (not an rlvr eval.json)")
+    if not isinstance(data["per_problem"], list):
+        raise CompareError(f"{file}: field 'per_problem': not a list")
+    for i, row in enumerate(data["per_problem"]):
+        _check_row(file, i, row)
     return data
+
+
+def _check_row(file: Path, i: int, row: Any) -> None:
+    """One `per_problem` row: id, n >= 1 samples, 0 <= correct <= n, tokens, optional bool greedy."""
+    where = f"{file}: field 'per_problem[{i}]"
+    if not isinstance(row, dict):
+        raise CompareError(f"{where}': not an object")
+
+    def count(key: str) -> bool:
+        return isinstance(row.get(key), int) and not isinstance(row.get(key), bool)
+
+    if not isinstance(row.get("id"), str):
+        raise CompareError(f"{where}.id': missing or not a string")
+    if not count("n") or row["n"] < 1:
+        raise CompareError(f"{where}.n': expected a sample count >= 1, got {row.get('n')!r}")
+    if not count("correct") or not 0 <= row["correct"] <= row["n"]:
+        raise CompareError(f"{where}.correct': expected a count of correct samples in 0..{row['n']}, "
+                           f"got {row.get('correct')!r}")  # fmt: skip
+    if not isinstance(row.get("tokens"), int | float) or isinstance(row.get("tokens"), bool):
+        raise CompareError(f"{where}.tokens': missing or not a number")
+    if "greedy" in row and not isinstance(row["greedy"], bool):
+        raise CompareError(f"{where}.greedy': expected true or false, got {row['greedy']!r}")
 
 
 def _names(paths: list[Path]) -> list[str]:

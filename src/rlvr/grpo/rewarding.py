@@ -6,24 +6,32 @@ gives `None` for the items it failed on (the whole batch when the call itself fa
 `None` (NaN in the tensor) when any of them is `None`; NaN rewards are left out of the group
 statistics by `objective.group_advantages` and get advantage 0.
 
-Timeouts run the reward in a worker thread: a Python function cannot be killed from outside its
-process, so a hung in-process reward is abandoned (the thread keeps running) and training goes on.
-Untrusted reward code (reward search) runs in an OS sandbox in its own process instead.
+Where each reward runs:
+- rlvr's own rewards (`name:`) are pure, bounded-time functions: called in the trainer's process.
+- a function from the user's file (`file:`) runs in a worker process that is killed on a timeout and
+  restarted for the next call (`rlvr.rewards.user.UserReward`); with `sandbox: true` it runs in the OS
+  sandbox (`rlvr.sandbox`), as reward search runs LLM-written candidates.
+- a Python callable handed to `GRPOTrainer(extra_rewards=...)` runs as it is when it isolates itself
+  (a `SandboxedReward` or `UserReward`); any other callable runs in a daemon thread with the timeout. A
+  thread cannot be stopped: a hung call keeps running beside training (it no longer blocks the exit),
+  so rlvr warns once and points to a reward file, which can be stopped.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlvr.rewards import RewardSpec, build_reward
+from rlvr.rewards.user import RewardLoadError, UserReward, file_sha256
 
-__all__ = ["RewardRunner", "Scored"]
+__all__ = ["RewardRunner", "Scored", "RewardLoadError"]
 
 
 @dataclass
@@ -53,32 +61,89 @@ def _clean(raw: Any, n: int) -> tuple[list[float | None], int]:
     return out, bad
 
 
+def _build(spec: RewardSpec, timeout_s: float) -> Callable[..., Any]:
+    """The callable a spec names: a built-in, a stoppable worker for a file, or the OS sandbox."""
+    if spec.file is None:
+        return build_reward(spec)
+    if not spec.sandbox:
+        return UserReward(spec.file, spec.function, timeout_s=timeout_s)
+    from rlvr.sandbox import RewardRejected, SandboxUnavailable, load
+
+    try:
+        return load(Path(spec.file).read_text(encoding="utf-8"), function=spec.function, timeout_s=timeout_s,
+                    name=spec.label)  # fmt: skip
+    except RewardRejected as e:
+        v = e.validation
+        raise RewardLoadError(f"{spec.file}: rejected by the sandbox at {v.stage}: {v.reason}") from None
+    except SandboxUnavailable as e:
+        raise RewardLoadError(f"{spec.file}: sandbox: true needs the OS sandbox: {e}") from None
+    except UnicodeDecodeError:
+        raise RewardLoadError(f"{spec.file}: not UTF-8 text") from None
+
+
+def _isolated(fn: Any) -> bool:
+    """A callable that runs its calls in a process of its own, with its own timeout."""
+    return isinstance(fn, UserReward) or type(fn).__name__ == "SandboxedReward"
+
+
+class _ThreadCall:
+    """Call an in-process callable with a timeout in a daemon thread (which cannot be stopped)."""
+
+    def __init__(self, fn: Callable[..., Any], name: str, timeout_s: float) -> None:
+        self.fn, self.name, self.timeout_s, self.warned = fn, name, timeout_s, False
+
+    def __call__(self, completions: list[Any], **columns: Any) -> Any:
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = self.fn(completions, **columns)
+            except Exception as e:  # noqa: BLE001 - reported as an error count
+                box["error"] = e
+
+        t = threading.Thread(target=run, daemon=True, name=f"reward:{self.name}")
+        t.start()
+        t.join(self.timeout_s)
+        if t.is_alive():
+            if not self.warned:
+                warnings.warn(f"reward {self.name!r} ran past its {self.timeout_s:g} s timeout; an in-process "
+                              "callable cannot be stopped and keeps running: give it as a reward file "
+                              "(rewards: [{file: ..., function: ...}]) to run it in a stoppable worker",
+                              stacklevel=2)  # fmt: skip
+                self.warned = True
+            raise TimeoutError(self.name)
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
+
 class RewardRunner:
-    """Calls each configured reward with TRL's convention and combines them by weight."""
+    """Calls each configured reward with TRL's convention and combines them by weight.
+
+    Building it starts the workers of file rewards, so a missing file or function is a
+    `RewardLoadError` (one line) before a run folder is touched.
+    """
 
     def __init__(self, specs: Sequence[RewardSpec], timeout_s: float = 30.0, extra: dict[str, Any] | None = None):
         if not specs:
             raise ValueError("at least one reward is needed")
         self.specs = list(specs)
-        self.fns = [build_reward(s) for s in self.specs] + list((extra or {}).values())
-        self.names = [s.name for s in self.specs] + list((extra or {}).keys())
+        self.names = [s.label for s in self.specs] + list((extra or {}).keys())
         self.weights = [s.weight for s in self.specs] + [1.0] * len(extra or {})
         if len(set(self.names)) != len(self.names):
             self.names = [f"{n}_{i}" for i, n in enumerate(self.names)]
         self.timeout_s = timeout_s
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward")
-
-    def _call(self, fn, completions: list[str], columns: dict[str, list[Any]]) -> tuple[Any, bool]:
-        future = self._pool.submit(fn, completions, **columns)
+        self.fns: list[Callable[..., Any]] = []
         try:
-            return future.result(timeout=self.timeout_s), True
-        except FutureTimeout:
-            # abandon the hung call; a fresh worker serves the next reward
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reward")
-            return None, False
-        except Exception:
-            return None, False
+            for s in self.specs:
+                self.fns.append(_build(s, timeout_s))
+        except BaseException:
+            self.close()
+            raise
+        for name, fn in (extra or {}).items():
+            self.fns.append(fn if _isolated(fn) else _ThreadCall(fn, name, timeout_s))
+        # what reproduces the run: the content of every reward file
+        self.files = {s.file: file_sha256(s.file) for s in self.specs if s.file is not None}
 
     def score(self, completions: list[Any], columns: dict[str, list[Any]]) -> Scored:
         t0 = time.perf_counter()
@@ -86,11 +151,10 @@ class RewardRunner:
         values: dict[str, list[float | None]] = {}
         errors: dict[str, int] = {}
         for name, fn in zip(self.names, self.fns, strict=True):
-            raw, ok = self._call(fn, completions, columns)
-            vals: list[float | None] = [None for _ in range(n)]
-            bad = n
-            if ok:
-                vals, bad = _clean(raw, n)
+            try:
+                vals, bad = _clean(fn(completions, **columns), n)
+            except Exception:  # raised, timed out, or its worker died: the whole batch is unscorable
+                vals, bad = [None] * n, n
             values[name], errors[name] = vals, bad
         total: list[float] = []
         for i in range(n):
@@ -103,4 +167,8 @@ class RewardRunner:
         return Scored(values, total, errors, time.perf_counter() - t0)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the workers of file rewards (extra callables belong to the caller)."""
+        for fn in self.fns[: len(self.specs)]:
+            close = getattr(fn, "close", None)
+            if close is not None:
+                close()

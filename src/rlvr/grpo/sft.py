@@ -17,11 +17,11 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from rlvr.config import SamplingConfig, StrictModel
+from rlvr.config import ReportTo, SamplingConfig, StrictModel
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
-from rlvr.runlog import RunDir, check_out
+from rlvr.runlog import RunDir, check_out, check_space
 from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
@@ -48,6 +48,7 @@ class SFTConfig(StrictModel):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     log_every: int = 20
+    report_to: ReportTo = []  # experiment trackers (rlvr.trackers)
     sampling: SamplingConfig = SamplingConfig()
     out: str = "runs/sft"
 
@@ -92,6 +93,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     tok, model = _build_model(cfg, problems)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     model.to(cfg.device).train()
+    size = sum(p.numel() * p.element_size() for p in model.parameters())
+    check_space(cfg.out, 2 * size, "the model and its tokenizer")
     run = RunDir(cfg.out, cfg, command="sft", overwrite=overwrite)
     run.write_manifest(
         seeds={"sft": cfg.seed},
@@ -134,4 +137,5 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     model.save_pretrained(run.path / "model")
     tok.save_pretrained(run.path / "model")
     run.write_manifest(finished=True, wall_s=time.time() - t0)
+    run.close()
     return run.path

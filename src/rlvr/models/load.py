@@ -6,6 +6,7 @@ The embedded tiny model and a real checkpoint go through the same function. Noth
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,36 @@ class ModelLoadError(ValueError):
 
 
 def _check(path: str | Path) -> Path:
+    """The folder, once its config.json reads as a JSON object; `ModelLoadError` (one line) otherwise."""
     p = Path(path).expanduser()
-    if not (p / "config.json").is_file():
+    cfg = p / "config.json"
+    if not cfg.is_file():
         raise ModelLoadError(f"{p}: not a model folder (no config.json); give a local Hugging Face model path")
+    try:
+        data = json.loads(cfg.read_bytes())
+    except json.JSONDecodeError as e:
+        raise ModelLoadError(f"{cfg}:{e.lineno}: invalid JSON: {e.msg}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelLoadError(f"{cfg}: cannot read: {e}") from None
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise ModelLoadError(f"{cfg}: field 'model_type': missing (not a Hugging Face model config)")
     return p
+
+
+def _one_line(p: Path, what: str, e: Exception) -> ModelLoadError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return ModelLoadError(f"{p}: cannot load the {what}: {first}")
 
 
 def load_tokenizer(path: str | Path) -> Any:
     """The tokenizer saved in `path`, with padding on the left for batched generation."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(_check(path), local_files_only=True)
+    p = _check(path)
+    try:
+        tok = AutoTokenizer.from_pretrained(p, local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _one_line(p, "tokenizer", e) from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
@@ -39,5 +59,9 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(_check(path), dtype=getattr(torch, dtype), local_files_only=True)
+    p = _check(path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(p, dtype=getattr(torch, dtype), local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _one_line(p, "model", e) from None
     return model.to(device)  # type: ignore[arg-type]  # transformers' stubs type .to oddly

@@ -3,15 +3,18 @@
 rewards:
   - {name: outcome, weight: 1.0}
   - {name: process, weight: 0.5, params: {overlong_penalty: 0.25}}
+  - {file: my_rewards.py, function: brevity, weight: 0.1}           # your own code, a stoppable worker
+  - {file: candidate.py, function: reward, sandbox: true}           # code you did not write: the OS sandbox
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, make_format_exact
 from rlvr.rewards.outcome import outcome
@@ -23,12 +26,64 @@ RewardFn = Callable[..., list[float | None]]
 
 
 class RewardSpec(BaseModel):
-    """One reward in a config: a registry name, its weight in the sum, and its parameters."""
+    """One reward in a config: a registry `name` with its `params`, or a function of the user's own
+    `file` (TRL convention; `function` defaults to `reward`, `name` then labels it in metrics), and its
+    `weight` in the sum. A file's function runs in a worker process that is stopped on a timeout
+    (`rlvr.rewards.user`), or in the OS sandbox with `sandbox: true`. A relative `file` is taken from
+    the working directory and stored absolute, so the run folder's config.yaml finds it again.
+
+    >>> RewardSpec(name="process", params={"overlong": 1})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for RewardSpec
+    params
+      Value error, reward 'process': ...unexpected keyword argument 'overlong'...
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str
+    name: str = ""
     weight: float = 1.0
     params: dict[str, Any] = Field(default_factory=dict)
+    file: str | None = None
+    function: str = "reward"
+    sandbox: bool = False
+
+    @field_validator("file")
+    @classmethod
+    def _file_exists(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        p = Path(v).expanduser()
+        if not p.is_file():
+            raise ValueError(f"no such reward file: {v}")
+        return str(p.resolve())
+
+    @field_validator("params")
+    @classmethod
+    def _params_fit(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        name = info.data.get("name", "")
+        if name in REGISTRY:
+            try:
+                REGISTRY[name](dict(v))  # the factory checks its parameters; a typo fails here, not mid-run
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"reward {name!r}: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RewardSpec:
+        if self.file is None:
+            if self.name not in REGISTRY:
+                raise ValueError(f"unknown reward {self.name!r}; known: {', '.join(sorted(REGISTRY))} (or give file:)")
+            if self.sandbox or self.function != "reward":
+                raise ValueError("'function' and 'sandbox' go with 'file'")
+        elif self.params:
+            raise ValueError("'params' are for built-in rewards; a file's function gets the dataset columns")
+        return self
+
+    @property
+    def label(self) -> str:
+        """The reward's name in metrics (`reward/<label>/mean`)."""
+        return self.name or self.function
 
 
 def _tags(params: dict[str, Any]) -> tuple[str, str]:
@@ -53,6 +108,8 @@ def build_reward(spec: RewardSpec) -> RewardFn:
     >>> build_reward(RewardSpec(name="format_gsm8k"))(["<<2+3=5>>5\\n#### 5"])
     [1.0]
     """
+    if spec.file is not None:
+        raise ValueError(f"{spec.file}: a file reward is built by the trainer's reward runner (rlvr.grpo.rewarding)")
     if spec.name not in REGISTRY:
         raise KeyError(f"unknown reward {spec.name!r}; known: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[spec.name](dict(spec.params))

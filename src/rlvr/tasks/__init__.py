@@ -73,6 +73,8 @@ def load_task(
     ...
     rlvr.tasks.HoldoutError: the private holdout of 'arith' is not available to training or selection
     """
+    if split not in ("train", "dev", "test", "holdout"):
+        raise DataError(f"unknown split {split!r}: use train, dev, test or holdout")
     if split == "holdout" and not allow_holdout:
         raise HoldoutError(f"the private holdout of {name!r} is not available to training or selection")
     if name == "arith":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rlvr.tasks.problem import GoldFormatError, Problem, parse_gsm8k_solution
+from rlvr.textfile import utf8_error
 
 __all__ = ["DataError", "load_gsm8k", "load_jsonl", "load_hf", "gsm8k_path"]
 
@@ -103,16 +104,20 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
     src = source or path.stem
     out: list[Problem] = []
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")
     except OSError as e:
         raise DataError(f"{path}: cannot read: {e.strerror}") from None
     with fh:
-        for lineno, line in enumerate(fh, 1):
+        for lineno, raw in enumerate(fh, 1):
             if limit is not None and len(out) >= limit:
                 break
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(utf8_error(path, raw, e, first_line=lineno)) from None
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:

@@ -1,0 +1,145 @@
+"""Bad inputs, table-driven: each gets one line that names the file (line, field) and exit 2, never a
+traceback, and a refused command leaves nothing behind. Grow the table with every new command.
+
+Run in-process (`rlvr.cli.main` with a patched argv) so that the table stays fast; tests/test_cli.py
+has the subprocess smoke runs.
+"""
+
+import errno
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rlvr.cli import main
+
+LATIN1 = "steps: 3\nsystem: caf\xe9\n".encode("latin-1")
+
+
+def run_cli(args: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["rlvr", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    err = capsys.readouterr().err
+    return code, err.replace("\n", "")
+
+
+def _eval_json(path: Path, rows: list[dict]) -> Path:
+    path.mkdir(parents=True)
+    metric = {"value": 0.5, "ci": [0.4, 0.6], "k": 1, "n": 2, "tokens_per_problem": 10.0}
+    body = {"task": "arith", "split": "test", "preset": "easy", "metrics": {"pass@1": metric}, "per_problem": rows}
+    (path / "eval.json").write_text(json.dumps(body))
+    return path
+
+
+def _row(**kw) -> dict:
+    return {"id": "p0", "n": 2, "correct": 1, "tokens": 10.0, "greedy": True, **kw}
+
+
+# (name, files to write into the work folder, argv with {model} / {dir} placeholders, expected line)
+Case = tuple[str, Callable[[Path, Path], None], list[str], str]
+
+
+def _files(**contents: bytes | str) -> Callable[[Path, Path], None]:
+    def make(d: Path, model: Path) -> None:
+        for name, body in contents.items():
+            p = d / name.replace("__", "/")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(body if isinstance(body, bytes) else body.encode())
+
+    return make
+
+
+def _corrupt_model(d: Path, model: Path) -> None:
+    shutil.copytree(model, d / "broken")
+    (d / "broken" / "config.json").write_text('{"model_type": "llama",\n  "hidden_size": 32,,\n}')
+
+
+def _evals(a: dict, b: dict) -> Callable[[Path, Path], None]:
+    def make(d: Path, model: Path) -> None:
+        _eval_json(d / "ea", [_row(**a)])
+        _eval_json(d / "eb", [_row(**b)])
+
+    return make
+
+
+CASES: list[Case] = [
+    ("config not UTF-8", _files(**{"run.yaml": LATIN1}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:2: not UTF-8 text (byte 0xe9 at column 12)"),
+    ("eval config not UTF-8", _files(**{"ev.yaml": LATIN1}), ["eval", "--config", "{dir}/ev.yaml"],
+     "ev.yaml:2: not UTF-8 text"),
+    ("task file not UTF-8", _files(**{"t.jsonl": b'{"question": "caf\xe9", "answer": "#### 1"}\n'}),
+     ["data", "preview", "{dir}/t.jsonl"], "t.jsonl:1: not UTF-8 text (byte 0xe9"),
+    ("task file not UTF-8 in train", _files(**{"t.jsonl": b'{"question": "a", "answer": "#### 1"}\n\xff\n'}),
+     ["train", "--model", "{model}", "--task", "{dir}/t.jsonl", "--out", "{dir}/run"], "t.jsonl:2: not UTF-8 text"),
+    ("verify file not UTF-8", _files(**{"v.jsonl": b'{"completion": "\xff", "gold": "1"}\n'}),
+     ["verify", "{dir}/v.jsonl"], "v.jsonl:1: not UTF-8 text (byte 0xff at column 17)"),
+    ("corrupt model config.json", _corrupt_model, ["eval", "--model", "{dir}/broken", "--out", "{dir}/ev"],
+     "broken/config.json:2: invalid JSON"),
+    ("model config.json without model_type", _files(**{"m__config.json": "{}"}),
+     ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "m/config.json: field 'model_type': missing"),
+    ("unknown reward params", _files(**{"r.yaml": "rewards:\n  - name: process\n    params: {max_ration: 2}\n"}),
+     ["train", "--config", "{dir}/r.yaml"], "r.yaml:3: field 'rewards.0.params': reward 'process':"),
+    ("unknown reward name", _files(**{"r.yaml": "rewards:\n  - name: outcomes\n"}),
+     ["train", "--config", "{dir}/r.yaml"], "r.yaml:2: field 'rewards.0': unknown reward 'outcomes'"),
+    ("reward file missing", _files(**{"r.yaml": "rewards:\n  - file: nope.py\n"}),
+     ["train", "--config", "{dir}/r.yaml"], "r.yaml:2: field 'rewards.0.file': no such reward file: nope.py"),
+    ("reward file without the function", _files(**{"f.py": "def g(completions, **kw):\n    return []\n",
+                                                   "r.yaml": "rewards:\n  - file: f.py\n    function: f\n"}),
+     ["train", "--config", "{dir}/r.yaml", "--model", "{model}", "--out", "{dir}/run"], "f.py: no function 'f' in it"),
+    ("non-boolean greedy in a compared eval", _evals({}, {"greedy": "yes"}), ["compare", "{dir}/ea", "{dir}/eb"],
+     "eb/eval.json: field 'per_problem[0].greedy': expected true or false, got 'yes'"),
+    ("non-count correct in a compared eval", _evals({"correct": True}, {}), ["compare", "{dir}/ea", "{dir}/eb"],
+     "ea/eval.json: field 'per_problem[0].correct': expected a count of correct samples in 0..2"),
+    ("unknown split", _files(), ["data", "preview", "gsm8k", "--split", "validation"],
+     "unknown split 'validation': use train, dev, test or holdout"),
+    ("unknown split in eval", _files(), ["eval", "--model", "{model}", "--split", "validation"],
+     "field 'split': Input should be 'test', 'dev' or 'holdout'"),
+    ("empty task file", _files(**{"e.jsonl": ""}),
+     ["train", "--model", "{model}", "--task", "{dir}/e.jsonl", "--out", "{dir}/run"], "no training problems"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "make", "argv", "line"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_exit_2(name, make, argv, line, tiny_model_dir, tmp_path, monkeypatch, capsys):
+    work = tmp_path / "w"
+    work.mkdir()
+    make(work, tiny_model_dir)
+    before = sorted(p.relative_to(work) for p in work.rglob("*"))
+    monkeypatch.chdir(work)
+    args = [a.format(dir=work, model=tiny_model_dir) for a in argv]
+    code, err = run_cli(args, monkeypatch, capsys)
+    assert code == 2, err[-1500:]
+    assert err.startswith("error: ") and "Traceback" not in err, err[-1500:]
+    assert line.format(dir=work) in err, err
+    assert sorted(p.relative_to(work) for p in work.rglob("*")) == before  # nothing left behind
+
+
+def test_disk_full_mid_run_is_one_line(monkeypatch, capsys, tiny_model_dir, tmp_path) -> None:
+    """A full disk while a run writes: one line naming the file, and a hint to resume."""
+    from rlvr.grpo import trainer
+
+    def full(self):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "metrics.jsonl"))
+
+    monkeypatch.setattr(trainer.GRPOTrainer, "train", full)
+    code, err = run_cli(["train", "--model", str(tiny_model_dir), "--out", str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 2
+    assert f"{tmp_path}/run/metrics.jsonl: No space left on device (free space, then --resume)" in err
+
+
+def test_disk_too_small_is_refused_before_work(monkeypatch, capsys, tiny_model_dir, tmp_path) -> None:
+    import shutil as sh
+
+    real = sh.disk_usage
+    monkeypatch.setattr(sh, "disk_usage", lambda p: real(p)._replace(free=1000))
+    out = tmp_path / "run"
+    code, err = run_cli(["train", "--model", str(tiny_model_dir), "--out", str(out)], monkeypatch, capsys)
+    assert code == 2 and "GiB free on that disk; free space, or save fewer checkpoints" in err, err
+    assert not out.exists()
