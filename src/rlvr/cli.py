@@ -386,7 +386,7 @@ def verify(
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
 ) -> None:
     """Verify completions: each line comes back with `correct`, `parsed` and `reason` added."""
-    from rlvr.rewards._columns import gold_answer
+    from rlvr.rewards.columns import gold_answer
     from rlvr.textfile import TextFileError, read_text
     from rlvr.verify import verify_answer
 

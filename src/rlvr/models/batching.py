@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.models.decoding import _cache_kw, _cache_of
+from rlvr.models.decoding import cache_kw, cache_of
 
 __all__ = ["Packed", "GroupPacked", "pack", "pack_groups", "completion_logits"]
 
@@ -152,13 +152,13 @@ def _group_logits(model, gp: GroupPacked) -> torch.Tensor:
     first = out.logits[:, -1:][gp.prompt_of]  # (N, 1, V) predicts completion token 0
     if gp.input_ids.shape[1] == 0:
         return first
-    cache = _cache_of(out)
+    cache = cache_of(out)
     cache.batch_select_indices(gp.prompt_of)  # each completion gets its prompt's keys and values
     rest = model(
         input_ids=gp.input_ids,
         attention_mask=gp.attention_mask,
         position_ids=gp.position_ids,
         use_cache=True,
-        **{_cache_kw(model): cache},
+        **{cache_kw(model): cache},
     ).logits  # (N, Lc - 1, V): position t predicts completion token t+1
     return torch.cat([first, rest], dim=1)

@@ -49,13 +49,13 @@ class Decoder(Protocol):
 
 
 # ---------------------------------------------------------------------- Hugging Face forward
-def _cache_kw(model) -> str:
+def cache_kw(model) -> str:
     """transformers >= 5.x names the KV cache argument `cache`; earlier versions `past_key_values`."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
     return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
-def _cache_of(out):
+def cache_of(out):
     return out.cache if "cache" in out else out.past_key_values
 
 
@@ -63,11 +63,11 @@ class HFDecoder:
     """The model's own forward with a `DynamicCache`; any architecture."""
 
     def __init__(self, model) -> None:
-        self.model, self.cache_kw = model, _cache_kw(model)
+        self.model, self.cache_kw = model, cache_kw(model)
 
     def start(self, ids, mask, pos, max_new_tokens):
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
-        self.cache, self.mask = _cache_of(out), mask
+        self.cache, self.mask = cache_of(out), mask
         return out.logits[:, -1]
 
     def step(self, tok, pos):
@@ -79,7 +79,7 @@ class HFDecoder:
             use_cache=True,
             **{self.cache_kw: self.cache},
         )
-        self.cache = _cache_of(out)
+        self.cache = cache_of(out)
         return out.logits[:, -1]
 
     def keep(self, rows):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rlvr.rewards._columns import completion_text
+from rlvr.rewards.columns import completion_text
 
 __all__ = ["format_exact", "format_approx", "format_gsm8k", "format_r1", "make_format_exact", "make_format_approx"]
 

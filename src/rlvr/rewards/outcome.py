@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.rewards._columns import column, completion_text, gold_answer
+from rlvr.rewards.columns import column, completion_text, gold_answer
 from rlvr.verify import verify_answer
 
 __all__ = ["outcome"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlvr.rewards._columns import completion_text, gold_steps
+from rlvr.rewards.columns import completion_text, gold_steps
 from rlvr.verify import match_steps, parse_steps
 
 __all__ = ["process", "make_process", "process_score", "make_hybrid", "hybrid"]

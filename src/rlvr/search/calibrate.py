@@ -59,9 +59,9 @@ def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: floa
     jobs = []
     for x in board:
         row = x["row"]
-        jobs.append(s._job(s._cand_key(row.name, full), "candidate", [row], full, cfg.seed))
-        jobs.append(s._job(s._cand_key(row.name, short), "calibration", [row], short, cfg.seed))
-        jobs.append(s._job(s._cand_key(row.name, full, seed2), "calibration", [row], full, seed2))
+        jobs.append(s.job(s.cand_key(row.name, full), "candidate", [row], full, cfg.seed))
+        jobs.append(s.job(s.cand_key(row.name, short), "calibration", [row], short, cfg.seed))
+        jobs.append(s.job(s.cand_key(row.name, full, seed2), "calibration", [row], full, seed2))
     res = s._run(jobs, "calibrate")
 
     def f1(key: str) -> float | None:
@@ -71,8 +71,8 @@ def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: floa
     rows = []
     for x in board:
         name = x["row"].name
-        rows.append({"name": name, "full_f1": f1(s._cand_key(name, full)), "short_f1": f1(s._cand_key(name, short)),
-                     "full_f1_seed2": f1(s._cand_key(name, full, seed2))})  # fmt: skip
+        rows.append({"name": name, "full_f1": f1(s.cand_key(name, full)), "short_f1": f1(s.cand_key(name, short)),
+                     "full_f1_seed2": f1(s.cand_key(name, full, seed2))})  # fmt: skip
     ok_s = [r for r in rows if r["full_f1"] is not None and r["short_f1"] is not None]
     ok_2 = [r for r in rows if r["full_f1"] is not None and r["full_f1_seed2"] is not None]
     tau_s, p_s = kendall([r["short_f1"] for r in ok_s], [r["full_f1"] for r in ok_s])

@@ -88,7 +88,7 @@ class Search:
         return {**c.train, "rewards": [r.model_dump() for r in c.base_rewards], "task": c.task, "preset": c.preset,
                 "threads": c.threads}  # fmt: skip
 
-    def _job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
+    def job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
         c = self.cfg
         return ScreenJob(
             key=key, kind=kind, members=tuple((m.name, m.source) for m in members), model=self.base, steps=steps,
@@ -117,7 +117,7 @@ class Search:
         run_jobs(todo, on_result, workers=self.cfg.workers, ray=self.cfg.ray, cpus_per_job=self.cfg.threads or 1)
         return {j.key: self.store.screen(j.key) or {} for j in jobs}
 
-    def _cand_key(self, name: str, steps: int, seed: int | None = None) -> str:
+    def cand_key(self, name: str, steps: int, seed: int | None = None) -> str:
         return f"cand/{name}/s{steps}/seed{self.cfg.seed if seed is None else seed}"
 
     def best_result(self, name: str) -> dict[str, Any] | None:
@@ -202,10 +202,10 @@ class Search:
         rungs = c.halving.rungs if c.halving.enabled else [1.0]
         for i, frac in enumerate(rungs):
             steps = max(1, round(frac * c.screen_steps))
-            jobs = [self._job(self._cand_key(r.name, steps), "candidate", [r], steps, c.seed) for r in alive]
+            jobs = [self.job(self.cand_key(r.name, steps), "candidate", [r], steps, c.seed) for r in alive]
             results = self._run(jobs, f"round {rnd} rung {i + 1}/{len(rungs)} ({steps} steps)")
             if i + 1 < len(rungs):
-                ranked = sorted(alive, key=lambda r: rank_key(results[self._cand_key(r.name, steps)]), reverse=True)
+                ranked = sorted(alive, key=lambda r: rank_key(results[self.cand_key(r.name, steps)]), reverse=True)
                 alive = ranked[: max(1, math.ceil(c.halving.keep * len(ranked)))]
 
     def leaderboard(self) -> list[dict[str, Any]]:
@@ -291,7 +291,7 @@ class Search:
         if self.rundir is not None:
             self.rundir.write_manifest(seeds={"search": c.seed}, base_model=self.base)
         ctrl_key = f"baseline/s{c.screen_steps}/seed{c.seed}"
-        control = self._run([self._job(ctrl_key, "baseline", [], c.screen_steps, c.seed)], "control")[ctrl_key]
+        control = self._run([self.job(ctrl_key, "baseline", [], c.screen_steps, c.seed)], "control")[ctrl_key]
         for rnd in range(1, c.rounds + 1):
             rows = self.propose(rnd)
             accepted = self.validate(rows)
@@ -300,7 +300,7 @@ class Search:
         ens = self.pick_ensembles(board)
         steps = c.steps_final
         tags = {kind: _members_tag([r.name for r in m]) for kind, m in ens.items()}
-        ens_jobs = {kind: self._job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
+        ens_jobs = {kind: self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
                     for kind, m in ens.items()}  # fmt: skip
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
@@ -309,7 +309,7 @@ class Search:
                             reverse=True)  # fmt: skip
         if ranked_ens and c.seeds > 1 and ranked_ens[0][1].get("status") == "done":
             kind = ranked_ens[0][0]
-            jobs = [self._job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps,
+            jobs = [self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps,
                               c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
             res = self._run(jobs, f"seeds ({kind} ensemble)")
             runs = [ens_out[kind]] + [res[j.key] for j in jobs]
@@ -320,9 +320,9 @@ class Search:
                          "f1_sd": float(_sd(f1s)) if len(f1s) > 1 else None}  # fmt: skip
         best = next((x for x in board if x["result"] and x["result"].get("status") == "done"), None)
         if steps != c.screen_steps:  # the final comparison holds the training budget fixed
-            jobs = [self._job(f"baseline/s{steps}/seed{c.seed}", "baseline", [], steps, c.seed)]
+            jobs = [self.job(f"baseline/s{steps}/seed{c.seed}", "baseline", [], steps, c.seed)]
             if best:
-                jobs.append(self._job(self._cand_key(best["row"].name, steps), "final", [best["row"]], steps, c.seed))
+                jobs.append(self.job(self.cand_key(best["row"].name, steps), "final", [best["row"]], steps, c.seed))
             got = self._run(jobs, f"final budget ({steps} steps)")
             control = got[jobs[0].key]
             if best:
