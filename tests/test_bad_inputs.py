@@ -103,6 +103,20 @@ CASES: list[Case] = [
      "field 'split': Input should be 'test', 'dev' or 'holdout'"),
     ("empty task file", _files(**{"e.jsonl": ""}),
      ["train", "--model", "{model}", "--task", "{dir}/e.jsonl", "--out", "{dir}/run"], "no training problems"),
+    ("unknown config key", _files(**{"run.yaml": "steps: 3\nlearning_rate: 0.1\n"}),
+     ["train", "--config", "{dir}/run.yaml"], "run.yaml:2: field 'learning_rate': unknown field"),
+    ("zero steps", _files(), ["train", "--steps", "0"], "<flags>: field 'steps'"),
+    ("unknown preset", _files(), ["train", "--preset", "nope"], "unknown preset 'nope'"),
+    ("missing model", _files(), ["eval", "--model", "/nonexistent"], "/nonexistent: not a model folder"),
+    ("bad --ks", _files(), ["eval", "--model", "x", "--ks", "a,b"], "--ks: expected comma-separated integers"),
+    ("resume a non-run", _files(), ["train", "--resume", "/nonexistent"], "not a run folder"),
+    ("flags with --resume", _files(), ["train", "--resume", "/nonexistent", "--steps", "14", "--lr", "0.1"],
+     "remove steps, lr"),
+    ("unknown prompt format", _files(), ["train", "--prompt-format", "xml"], "<flags>: field 'sampling.prompt_format'"),
+    ("zero max-new-tokens", _files(), ["eval", "--model", "x", "--max-new-tokens", "0"],
+     "<flags>: field 'sampling.max_new_tokens'"),
+    ("missing gguf", _files(), ["models", "import-gguf", "/nonexistent.gguf", "--out", "{dir}/never"],
+     "/nonexistent.gguf"),
 ]  # fmt: skip
 
 

@@ -46,6 +46,7 @@ def test_verify_file(tmp_path: Path) -> None:
     assert bad.returncode == 2 and f"{f}:1: field 'gold'" in bad.stderr.replace("\n", "")
 
 
+@pytest.mark.slow  # about a dozen subprocesses: 139 s on a 2-core host without AVX-512
 def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
     sft_cfg = tmp_path / "sft.yaml"
     sft_cfg.write_text(
@@ -103,35 +104,6 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
                "--overwrite")  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "ev" / "eval.json").read_text())["n_problems"] == 2
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["train", "--steps", "0"], "<flags>: field 'steps'"),
-        (["train", "--preset", "nope"], "unknown preset 'nope'"),
-        (["eval", "--model", "/nonexistent"], "/nonexistent: not a model folder"),
-        (["eval", "--model", "x", "--ks", "a,b"], "--ks: expected comma-separated integers"),
-        (["train", "--resume", "/nonexistent"], "not a run folder"),
-        (["train", "--resume", "/nonexistent", "--steps", "14", "--lr", "0.1"], "remove steps, lr"),
-        (["train", "--prompt-format", "xml"], "<flags>: field 'sampling.prompt_format'"),
-        (["eval", "--model", "x", "--max-new-tokens", "0"], "<flags>: field 'sampling.max_new_tokens'"),
-        (["models", "import-gguf", "/nonexistent.gguf", "--out", "/tmp/rlvr-never"], "/nonexistent.gguf"),
-    ],
-)
-def test_bad_input_exits_2_with_one_line(args: list[str], message: str, tmp_path: Path) -> None:
-    out = rlvr(*args, cwd=tmp_path)
-    assert out.returncode == 2
-    assert message in out.stderr.replace("\n", "")
-    assert not any(tmp_path.iterdir())  # a refused command leaves nothing behind
-
-
-def test_bad_config_file_names_file_line_field(tmp_path: Path) -> None:
-    f = tmp_path / "run.yaml"
-    f.write_text("steps: 3\nlearning_rate: 0.1\n")
-    out = rlvr("train", "--config", str(f))
-    assert out.returncode == 2
-    assert f"{f}:2: field 'learning_rate': unknown field" in out.stderr.replace("\n", "")
 
 
 def test_rewards_check(tmp_path: Path) -> None:
