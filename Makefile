@@ -58,7 +58,7 @@ $(VLLM_STAMP): pyproject.toml
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
-	$(VLLM_VENV)/bin/python -m pytest tests/test_vllm.py -m "slow or not slow"
+	$(VLLM_VENV)/bin/python -m pytest tests/models/test_vllm.py -m "slow or not slow"
 
 # Debian packages some features use: bubblewrap (reward sandbox), chromium (browser tests).
 # `make test` installs them where it can (root with apt); elsewhere the tests that need them skip

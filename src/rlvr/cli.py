@@ -153,7 +153,7 @@ def sft(
 ) -> None:
     """Supervised fine-tuning on gold solutions (the warm start GRPO begins from)."""
     from rlvr.config import load_config
-    from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
+    from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
     if preset is not None and preset not in SFT_PRESETS:
         fail(f"unknown preset {preset!r}; known: {', '.join(SFT_PRESETS)}")

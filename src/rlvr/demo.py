@@ -23,9 +23,9 @@ from rlvr.config import load_config
 from rlvr.evaluate.compare import compare_runs
 from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
-from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
 from rlvr.grpo.trainer import GRPOTrainer
 from rlvr.runlog import RunFolderError, check_out
+from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
 __all__ = ["DemoPlan", "PLANS", "run_demo"]
 

@@ -26,18 +26,12 @@ from rlvr.evaluate.plots import write_eval_plots
 from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.engines import make_sampler
-from rlvr.models.load import load_model, load_tokenizer
+from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runlog import RunDir, check_out
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
-__all__ = ["EvalConfig", "run_eval", "resolve_model_path"]
-
-
-def resolve_model_path(spec: str | Path) -> Path:
-    """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
-    p = Path(spec).expanduser()
-    return p / "model" if (p / "model" / "config.json").is_file() else p
+__all__ = ["EvalConfig", "run_eval"]
 
 
 class EvalConfig(StrictModel):

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlvr.evaluate.evaluation import resolve_model_path
 from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import sample_and_score
 from rlvr.grpo import objective as obj
@@ -33,7 +32,7 @@ from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
-from rlvr.models.load import load_model, load_tokenizer
+from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
 from rlvr.runlog import RunDir, check_out, check_resume, check_space, read_jsonl, write_model_card
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash

@@ -1,6 +1,6 @@
 """Models: load any local Hugging Face causal LM, build the embedded tiny one, sample from either."""
 
-from rlvr.models.load import ModelLoadError, load_model, load_tokenizer
+from rlvr.models.load import ModelLoadError, load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import Completions, sample
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
 
@@ -12,5 +12,6 @@ __all__ = [
     "build_tokenizer",
     "load_model",
     "load_tokenizer",
+    "resolve_model_path",
     "sample",
 ]

@@ -10,7 +10,7 @@ sampler used.
 is run once per group and its KV cache (with its autograd graph) is repeated for the G completions:
 the prompt's share of the forward and backward FLOPs drops by a factor G. On the demo task prompts
 are about as long as completions, so this removes ~45% of the update's compute. Same logits as
-`pack` up to float rounding (tests/test_fast_paths.py).
+`pack` up to float rounding (tests/models/test_fast_paths.py).
 """
 
 from __future__ import annotations

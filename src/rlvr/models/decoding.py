@@ -14,7 +14,7 @@ Two implementations of one small interface (`start`, `step`, `keep`):
   `cat` 15%, `index` 6%, 29 matmul calls per step where 17 do); this loop removes those. It is
   hand-written because no engine we could install covers it on CPU (vLLM needs a GPU; `torch.compile`
   of the decoding step was not tried), and it is tested token for token
-  against `HFDecoder` on each supported architecture (tests/test_fast_paths.py).
+  against `HFDecoder` on each supported architecture (tests/models/test_fast_paths.py).
 
 Rows that finish are dropped from the caller's view at once (`keep`); the fast decoder keeps
 computing them until a quarter of its rows are dead and then compacts its cache, so that it copies

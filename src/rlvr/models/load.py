@@ -10,11 +10,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_model", "load_tokenizer", "ModelLoadError"]
+__all__ = ["load_model", "load_tokenizer", "resolve_model_path", "ModelLoadError"]
 
 
 class ModelLoadError(ValueError):
     """The model folder is missing or unreadable; the message names the path."""
+
+
+def resolve_model_path(spec: str | Path) -> Path:
+    """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
+    p = Path(spec).expanduser()
+    return p / "model" if (p / "model" / "config.json").is_file() else p
 
 
 def _check(path: str | Path) -> Path:

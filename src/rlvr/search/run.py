@@ -128,14 +128,14 @@ class Search:
     # ------------------------------------------------------------------ stages
     def ensure_base(self) -> str:
         if self.cfg.base_model:
-            from rlvr.evaluate.evaluation import resolve_model_path
+            from rlvr.models.load import resolve_model_path
 
             return str(resolve_model_path(self.cfg.base_model))
         model = self.out / "base" / "model"
         if (model / "config.json").exists():
             return str(model)
         from rlvr.config import load_config
-        from rlvr.grpo.sft import SFT_PRESETS, SFTConfig, run_sft
+        from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
         self.log(f"base: SFT from scratch, {self.cfg.sft_steps} steps -> {self.out / 'base'}")
         sft = load_config(

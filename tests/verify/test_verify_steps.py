@@ -14,7 +14,7 @@ import pytest
 from rlvr.tasks.problem import Step, parse_gsm8k_solution
 from rlvr.verify import ParsedStep, check_step, evaluate_expr, match_steps, parse_steps
 
-GSM8K_TEST = Path(__file__).resolve().parents[1] / "src/rlvr/tasks/data/gsm8k/test.jsonl"
+GSM8K_TEST = Path(__file__).resolve().parents[2] / "src/rlvr/tasks/data/gsm8k/test.jsonl"
 
 
 @pytest.mark.parametrize(

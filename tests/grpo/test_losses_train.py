@@ -31,7 +31,7 @@ from rlvr.grpo.trainer import GRPOTrainer
 
 
 def _helpers():  # type: ignore[no-untyped-def]
-    """tests/test_trainer.py's `_cfg` and `_metrics` (the tests are not a package)."""
+    """tests/grpo/test_trainer.py's `_cfg` and `_metrics` (the tests are not a package)."""
     spec = importlib.util.spec_from_file_location("_trainer_helpers", Path(__file__).parent / "test_trainer.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -202,7 +202,7 @@ def test_two_ranks_equal_one_process_with_token_selection_and_gdpo(
     tmp_path: Path, tiny_model_dir: Path, length_reward, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     """The step-wide entropy threshold is gathered over ranks: 2 gloo ranks train like one process
-    (tests/test_distributed.py's check, here for the new objective features)."""
+    (tests/grpo/test_distributed.py's check, here for the new objective features)."""
     site = tmp_path / "site"  # the ranks are fresh processes: register the varying reward there too
     site.mkdir()
     (site / "sitecustomize.py").write_text(

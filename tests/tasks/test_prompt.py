@@ -103,7 +103,7 @@ def test_rewards_get_messages_when_the_prompt_was_conversational(tmp_path: Path,
 def test_sampling_config_is_one_sub_config_and_old_keys_say_where_they_went(tmp_path: Path) -> None:
     from rlvr.evaluate.evaluation import EvalConfig
     from rlvr.grpo.config import TrainConfig
-    from rlvr.grpo.sft import SFTConfig
+    from rlvr.sft import SFTConfig
 
     for model in (TrainConfig, EvalConfig, SFTConfig):
         assert model.model_fields["sampling"].annotation is SamplingConfig
@@ -118,7 +118,7 @@ def test_sampling_config_is_one_sub_config_and_old_keys_say_where_they_went(tmp_
     assert cfg.sampling.top_k == 5 and cfg.sampling.prompt_format == "r1"
 
 
-@pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("examples/*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].glob("examples/*.yaml")), ids=lambda p: p.name)
 def test_example_configs_load(path: Path) -> None:
     from rlvr.grpo.config import TrainConfig
     from rlvr.search.config import SearchConfig

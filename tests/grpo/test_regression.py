@@ -14,7 +14,7 @@ from rlvr.config import load_config
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
 
-PINNED = Path(__file__).parent / "data" / "pinned_grpo.json"
+PINNED = Path(__file__).parents[1] / "data" / "pinned_grpo.json"
 KEYS = ("reward/total/mean", "train/loss", "train/entropy", "train/grad_norm", "train/completion_len/mean")
 
 

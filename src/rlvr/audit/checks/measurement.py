@@ -1,25 +1,22 @@
-"""The seven readiness checks. Each reads an `AuditContext` and returns a `CheckResult` with a status
-(pass / warn / fail), a one-line summary, its evidence (JSON-safe), examples, and display tables.
-Checks 1-3 (compute, verifier, reward) live here, 4-7 (data, holdout, drift, people) in
-`checks_data.py`. Thresholds are module constants; docs/audit.md explains each check.
+"""Readiness checks 1-3, whether the measured gain is measured right: matched compute (the two
+evaluations spend the same budget), the verifier (recall, specificity, hack rejection) and reward
+separation (the reward's correctness part drives learning, not its format part).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
-from rlvr.audit.checks_data import check_contamination, check_drift, check_holdout, check_human
 from rlvr.audit.context import AuditContext, finite
-from rlvr.audit.result import ABOUT, TITLES, CheckResult, Status, worst
+from rlvr.audit.result import CheckResult, Status, worst
 from rlvr.audit.result import fmt as _fmt
 from rlvr.audit.result import table as _table
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import audit_verifier
 
-__all__ = ["ABOUT", "CHECKS", "TITLES", "CheckResult", "run_checks", "worst"]
+__all__ = ["check_matched_compute", "check_reward_separation", "check_verifier"]
 
 # (pass at or above, warn at or above; below: fail)
 VERIFIER_THRESHOLDS = {"recall": (0.98, 0.90), "specificity": (0.99, 0.95), "rejection": (0.95, 0.85)}
@@ -243,30 +240,3 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
             "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
         )
     return CheckResult("reward_separation", status, text, ev, tables=tables)
-
-
-CHECKS: dict[str, Callable[[AuditContext], CheckResult]] = {
-    "matched_compute": check_matched_compute,
-    "verifier": check_verifier,
-    "reward_separation": check_reward_separation,
-    "contamination": check_contamination,
-    "holdout": check_holdout,
-    "drift": check_drift,
-    "human": check_human,
-}
-
-
-def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckResult]:
-    """Run the checks in order (all, or those named in `only`). A check that crashes is reported as
-    a failed check naming the error, so one broken input never hides the other six verdicts."""
-    out = []
-    for name, fn in CHECKS.items():
-        if only is not None and name not in only:
-            continue
-        try:
-            out.append(fn(ctx))
-        except Exception as e:  # noqa: BLE001 - reported as the check's verdict
-            out.append(
-                CheckResult(name, "fail", f"the check could not run: {type(e).__name__}: {e}", {"error": repr(e)})
-            )
-    return out

@@ -230,7 +230,7 @@ def test_verifier_audit_numbers() -> None:
 
 
 def test_verifier_check_fails_a_naive_verifier(tmp_path: Path, monkeypatch) -> None:
-    import rlvr.audit.checks as checks
+    import rlvr.audit.checks.measurement as checks
 
     run, evals = group(tmp_path)
     ctx = build_context(run, evals, second_verifier=False)

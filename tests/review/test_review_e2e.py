@@ -48,7 +48,7 @@ pytestmark = [
         reason=f"no Chromium at {CHROMIUM} (apt-get install chromium, or set RLVR_CHROMIUM)",
     ),
 ]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _row(pid: int, correct: bool, parsed: bool = True) -> dict:

@@ -1,19 +1,16 @@
-"""Readiness checks 4-7: contamination, private holdout, training drift and human judgment."""
+"""Readiness checks 4-5, whether the evaluation data can show a gain: contamination (evaluation items
+seen in training) and the private holdout (never used for choices, never leaked into training)."""
 
 from __future__ import annotations
 
-import json
-import math
-from pathlib import Path
 from typing import Any
 
 from rlvr.audit.contamination import TrainIndex, arith_construction, build_index, contamination_report
-from rlvr.audit.context import AuditContext, finite
-from rlvr.audit.drift import drift_alarms, reward_flags, structure_stats
+from rlvr.audit.context import AuditContext
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
 from rlvr.audit.runs import EvalRun
 
-__all__ = ["check_contamination", "check_drift", "check_holdout", "check_human"]
+__all__ = ["check_contamination", "check_holdout"]
 
 CONTAMINATED_DATASET = 0.02  # more than this share of an evaluation set flagged: the set is contaminated
 TEMPLATED_TASKS = ("arith",)  # synthetic tasks whose questions share template phrases by construction
@@ -25,7 +22,6 @@ TEMPLATED_NOTE = (
     "items (exact duplicates) and the task's construction (test/dev questions hash into their own split; holdout "
     "questions use templates training never uses), and reports the raw n-gram overlap for information only."
 )
-HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.8, "pr_warn": 0.95}
 
 
 # ------------------------------------------------------------------ 4. contamination
@@ -232,142 +228,3 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
             c = ctx.changes[split]
             text += f"; {split} pass@1 {c['gain']:+.3f} (CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f})"
     return CheckResult("holdout", "pass", text, ev, tables=tables)
-
-
-# ------------------------------------------------------------------ 6. training drift
-def _drift_tables(d: dict[str, Any], struct: dict[str, Any], flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    tables = []
-    if d["alarms"]:
-        tables.append(
-            table("alarms", ["alarm", "level", "detail"], [[a["alarm"], a["level"], a["message"]] for a in d["alarms"]])
-        )
-    rows = [
-        [f"completion length ({k})", fmt(v["early"], ".1f"), fmt(v["late"], ".1f"), fmt(v["ratio"], ".2f")]
-        for k, v in d.get("length", {}).items()
-    ]
-    rows += [
-        [k, fmt(d[k]["early"]), fmt(d[k]["late"]), fmt(d[k].get("ratio"), ".2f")]
-        for k in ("entropy", "truncated_frac", "zero_std_frac")
-        if k in d
-    ]
-    if rows:
-        tables.append(
-            table("early vs late training (first and last 20% of steps)", ["measure", "early", "late", "ratio"], rows)
-        )
-    feats = ("n", "tokens", "lines", "steps", "arith_density")
-    if struct.get("n_rows"):
-        rows = [[f, fmt(struct["correct"].get(f), ".3g"), fmt(struct["incorrect"].get(f), ".3g")] for f in feats]
-        tables.append(table("structure of training completions", ["feature", "correct", "incorrect"], rows))
-    if flags:
-        rows = [[f["reward"], f["kind"], fmt(f.get("mean_correct")), fmt(f.get("mean_incorrect")),
-                 fmt(f.get("corr_correct"), "+.2f"), fmt(f.get("corr_length"), "+.2f"),
-                 "; ".join(f["flags"]) or f.get("note", "ok")] for f in flags]  # fmt: skip
-        tables.append(
-            table(
-                "does each reward pay for correctness?",
-                ["reward", "kind", "mean | correct", "mean | incorrect", "r(correct)", "r(length)", "flags"],
-                rows,
-            )
-        )
-    return tables
-
-
-def check_drift(ctx: AuditContext) -> CheckResult:
-    fallback = ctx.changes.get("test") or next(iter(ctx.changes.values()), None)
-    d = drift_alarms(ctx.run, fallback)
-    samples = ctx.run.samples()
-    struct, flags = structure_stats(samples), reward_flags(samples)
-    levels = [a["level"] for a in d["alarms"]]
-    flagged = [f for f in flags if f["flags"]]
-    levels += ["fail" if f["kind"] == "correctness" else "warn" for f in flagged]
-    if not samples:
-        levels.append("warn")
-    status = worst(levels)
-    parts = [a["message"] for a in d["alarms"]] + [f"reward {f['reward']}: {'; '.join(f['flags'])}" for f in flagged]
-    if not samples:
-        parts.append("no samples/train.jsonl: structural audit skipped")
-    if not parts:
-        h = d.get("hacking", {})
-        held = h.get("heldout") or {}
-        parts.append(
-            f"no alarms over {d['n_steps']} steps: length x{fmt(d['length']['mean']['ratio'], '.2f')}, entropy "
-            f"x{fmt(d['entropy']['ratio'], '.2f')}, truncation {fmt(d['truncated_frac']['late'], '.0%')}, reward "
-            f"{fmt(h.get('reward_rise'), '+.3f')} with held-out {fmt(held.get('gain'), '+.3f')}"
-        )
-    ev = {**d, "structure": struct, "reward_flags": flags}
-    return CheckResult("drift", status, "; ".join(parts), ev, tables=_drift_tables(d, struct, flags))
-
-
-# ------------------------------------------------------------------ 7. human judgment
-def _read_stats(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        return {"error": f"{path}: unreadable: {e}"}
-    return data if isinstance(data, dict) else {"error": f"{path}: not a JSON object"}
-
-
-def _human_status(s: dict[str, Any]) -> tuple[Status, list[str]]:
-    n, kappa, in_ci = s.get("n_labelled"), s.get("answer_kappa_min"), s.get("verifier_pass@1_in_corrected_ci")
-    fails, warns = [], []
-    if in_ci is False:
-        ci = s.get("pass@1_corrected_ci") or [math.nan, math.nan]
-        fails.append(
-            f"verifier pass@1 {fmt(s.get('pass@1_verifier'))} lies outside the human-corrected CI "
-            f"[{fmt(ci[0])}, {fmt(ci[1])}]"
-        )
-    if finite(kappa) and kappa < HUMAN["kappa_fail"]:
-        fails.append(f"reviewers disagree (kappa {kappa:.2f})")
-    elif finite(kappa) and kappa < HUMAN["kappa_warn"]:
-        warns.append(f"moderate reviewer agreement (kappa {kappa:.2f})")
-    elif not finite(kappa):
-        warns.append("one reviewer only: no agreement measured")
-    for key in ("verifier_precision", "verifier_recall"):
-        v = s.get(key)
-        if finite(v) and v < HUMAN["pr_fail"]:
-            fails.append(f"{key.replace('_', ' ')} {v:.2f} against people")
-        elif finite(v) and v < HUMAN["pr_warn"]:
-            warns.append(f"{key.replace('_', ' ')} {v:.2f} against people")
-    if not finite(n) or n < HUMAN["min_labelled"]:
-        warns.append(f"only {n or 0} labelled items (< {HUMAN['min_labelled']})")
-    return ("fail" if fails else "warn" if warns else "pass"), fails + warns
-
-
-def check_human(ctx: AuditContext) -> CheckResult:
-    found = [
-        (e, _read_stats(e.path / "review" / "stats.json"))
-        for e in ctx.evals
-        if (e.path / "review" / "stats.json").is_file()
-    ]
-    target = next((e for e in ctx.evals if e.role == "trained" and e.split == "test"), next(iter(ctx.evals), None))
-    if not found:
-        where = str(target.path) if target else "EVAL_DIR"
-        return CheckResult("human", "warn", f"no human-labelled slice; run `rlvr review export {where}`", {"found": []})
-    found.sort(key=lambda es: (es[0].role != "trained", es[0].split != "test"))
-    ev, stats = found[0]
-    if "error" in stats or not isinstance(stats.get("summary"), dict):
-        return CheckResult(
-            "human", "warn", stats.get("error") or f"{ev.path}/review/stats.json has no 'summary'", {"stats": stats}
-        )
-    s = stats["summary"]
-    status, notes = _human_status(s)
-    ci = s.get("pass@1_corrected_ci") or [None, None]
-    text = (
-        f"{ev.name}: {s.get('n_labelled')} items labelled by {s.get('n_reviewers')} reviewer(s); verifier precision "
-        f"{fmt(s.get('verifier_precision'), '.2f')}, recall {fmt(s.get('verifier_recall'), '.2f')}; pass@1 "
-        f"{fmt(s.get('pass@1_verifier'))} by the verifier vs {fmt(s.get('pass@1_corrected'))} corrected by people "
-        f"(CI {fmt(ci[0])} to {fmt(ci[1])})"
-    )
-    if notes:
-        text += "; " + "; ".join(notes)
-    rows = [[str(e.path), e.role, e.split, fmt((st.get("summary") or {}).get("n_labelled"), ".0f")] for e, st in found]
-    evid = {
-        "eval": str(ev.path),
-        "schema": stats.get("schema"),
-        "summary": s,
-        "thresholds": HUMAN,
-        "all": [str(e.path) for e, _ in found],
-    }
-    return CheckResult(
-        "human", status, text, evid, tables=[table("review slices", ["eval", "role", "split", "labelled"], rows)]
-    )

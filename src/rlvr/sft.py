@@ -1,0 +1,141 @@
+"""Supervised fine-tuning on gold solutions (DeepSeek-R1's "cold start"): `rlvr sft`.
+
+Builds the embedded base model for the demo (`--preset arith-base`: a tiny Llama trained from
+scratch on the arith task) or fine-tunes any local Hugging Face model on a task's gold solutions.
+Loss: token-mean cross-entropy on the solution tokens only (the prompt is context, not a target).
+Writes the usual run folder and the trained model to `RUN/model/`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import Field
+
+from rlvr.config import ReportTo, SamplingConfig, StrictModel
+from rlvr.models.batching import completion_logits, pack
+from rlvr.models.load import load_model, load_tokenizer
+from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
+from rlvr.runlog import RunDir, check_out, check_space
+from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
+
+__all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
+
+
+class SFTConfig(StrictModel):
+    """`rlvr sft` settings. `model: tiny` builds the embedded model from the task's text. Of
+    `sampling`, SFT uses the prompt settings (`prompt_format`, `system_prompt`): give the same ones to
+    `rlvr train` and `rlvr eval` so that the model is prompted as it was trained."""
+
+    model: str = "tiny"
+    tiny: TinyConfig = TinyConfig()
+    task: str = "arith"
+    preset: str = "easy"
+    n_train: int = 20000
+    steps: int = Field(400, ge=1)
+    batch_size: int = 32
+    lr: float = 3e-3
+    warmup_steps: int = 20
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    threads: int | None = 2
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    log_every: int = 20
+    report_to: ReportTo = []  # experiment trackers (rlvr.trackers)
+    sampling: SamplingConfig = SamplingConfig()
+    out: str = "runs/sft"
+
+
+SFT_PRESETS: dict[str, dict[str, object]] = {
+    # The demo's base: the 1M-parameter Llama from scratch on the easy arith preset.
+    "arith-base": {"model": "tiny", "task": "arith", "preset": "easy", "steps": 600, "out": "runs/base"},
+}
+
+
+def _lr_lambda(warmup: int, total: int):
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return f
+
+
+def _build_model(cfg: SFTConfig, problems: list[Problem]):
+    """(tokenizer, model): the embedded tiny model built from the task's plain-format text, or a
+    local HF model."""
+    if cfg.model != "tiny":
+        return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
+    tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
+    model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
+    tok.padding_side = "left"
+    return tok, model
+
+
+def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
+    """Train and return the run folder; the model is saved to `RUN/model/`. Inputs are checked
+    before the folder is touched; a folder holding a run is refused unless `overwrite`."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    check_out(cfg.out, overwrite=overwrite)
+    problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+    if not problems:
+        raise DataError(f"{cfg.task}: no training problems")
+    tok, model = _build_model(cfg, problems)
+    fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
+    model.to(cfg.device).train()
+    size = sum(p.numel() * p.element_size() for p in model.parameters())
+    check_space(cfg.out, 2 * size, "the model and its tokenizer")
+    run = RunDir(cfg.out, cfg, command="sft", overwrite=overwrite)
+    run.write_manifest(
+        seeds={"sft": cfg.seed},
+        data={"train": {"task": cfg.task, "n": len(problems), "hash": problems_hash(problems)}},
+        model={"parameters": sum(p.numel() for p in model.parameters())},
+        prompt_format=fmt.fmt,
+    )
+    prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
+    target_ids = [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in problems]
+
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps, cfg.steps))
+    rng = random.Random(cfg.seed)
+    order: list[int] = []
+    t0 = time.time()
+    for step in range(1, cfg.steps + 1):
+        if len(order) < cfg.batch_size:
+            order += rng.sample(range(len(problems)), len(problems))
+        idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
+        batch = pack([prompt_ids[i] for i in idx], [target_ids[i] for i in idx], tok.pad_token_id).to(cfg.device)
+        logits = completion_logits(model, batch)  # (B, Lc, V)
+        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch.targets.flatten(), reduction="none")
+        loss = (nll * batch.mask.flatten()).sum() / batch.mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        sched.step()
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            row = {
+                "step": step,
+                "sft/loss": loss.item(),
+                "sft/grad_norm": grad_norm.item(),
+                "sft/lr": sched.get_last_lr()[0],
+                "time/elapsed_s": time.time() - t0,
+            }
+            run.log(row)
+            if progress is not None:
+                progress(step, cfg.steps, row)
+    model.save_pretrained(run.path / "model")
+    tok.save_pretrained(run.path / "model")
+    run.write_manifest(finished=True, wall_s=time.time() - t0)
+    run.close()
+    return run.path
