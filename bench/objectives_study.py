@@ -11,7 +11,9 @@ on the same test problems (500 x 8 samples, T=1, top-k off) and compared with th
 problems (the change in sampled pass@1, each problem's rate averaged over the seeds, with a paired
 bootstrap 95% CI over problems). The script prints a markdown table
 (pass@1 per seed, the change against the base pooled over seeds, greedy, entropy and completion
-length at the start and end of training), writes it to OUT/table.md and keeps every run folder.
+length at the start and end of training), writes it to OUT/table.md, draws the training trajectories
+(accuracy, entropy and completion length per step, each objective's mean over seeds, smoothed over
+10 steps) to OUT/trajectories.png, and keeps every run folder.
 
 It runs the commands one after the other (the 2-core box has no room for two at once); a finished
 run or evaluation folder is reused, so a killed study picks up where it stopped.
@@ -20,7 +22,6 @@ run or evaluation folder is reused, so a killed study picks up where it stopped.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr.evaluate.stats import bootstrap_ci
-from rlvr.runlog import read_jsonl
+from rlvr.runs import EvalResult, RunFileError, read_eval, read_jsonl, read_manifest
 
 RLVR = [sys.executable, "-m", "rlvr"]
 
@@ -41,16 +42,16 @@ def run(args: list[str]) -> None:
 
 def finished(folder: Path) -> bool:
     try:
-        return bool(json.loads((folder / "manifest.json").read_text()).get("finished"))
-    except (OSError, ValueError):
+        return read_manifest(folder).finished
+    except RunFileError:
         return False
 
 
-def evaluate(model: Path, out: Path, n: int, samples: int) -> dict:
+def evaluate(model: Path, out: Path, n: int, samples: int) -> EvalResult:
     if not finished(out):
         run(["eval", "--model", str(model), "--split", "test", "--n-problems", str(n), "--n", str(samples),
              "--ks", "1", "--out", str(out), "--overwrite"])  # fmt: skip
-    return json.loads((out / "eval.json").read_text())
+    return read_eval(out)
 
 
 def train(base: Path, objective: str, seed: int, steps: int, out: Path) -> None:
@@ -72,10 +73,44 @@ def trajectory(run_dir: Path, key: str) -> tuple[float, float]:
     return statistics.fmean(rows[:k]), statistics.fmean(rows[-k:])
 
 
-def rates(ev: dict) -> np.ndarray:
+def rates(ev: EvalResult) -> np.ndarray:
     """Each problem's sampled pass rate, shape (P,), in problem-id order."""
-    rows = sorted(ev["per_problem"], key=lambda r: r["id"])
-    return np.array([r["correct"] / r["n"] for r in rows])
+    rows = sorted(ev.per_problem, key=lambda r: r.id)
+    return np.array([r.correct / r.n for r in rows])
+
+
+def series(run_dir: Path, key: str) -> np.ndarray:
+    """One metrics key per step, shape (S,), NaN where a step did not log it."""
+    return np.array([r.get(key) if isinstance(r.get(key), int | float) else np.nan
+                     for r in read_jsonl(run_dir / "metrics.jsonl")], dtype=float)  # fmt: skip
+
+
+def plot_trajectories(out: Path, runs: dict[str, list[Path]]) -> Path:
+    """Accuracy, entropy and completion length per step: each objective's mean over its seeds,
+    smoothed with a 10-step moving average."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    keys = [("train/accuracy", "sampled accuracy (train)"), ("train/entropy", "token entropy"),
+            ("train/completion_len/mean", "completion length (tokens)")]  # fmt: skip
+    fig = Figure(figsize=(13, 3.6))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
+    window = np.ones(10) / 10
+    for i, (objective, dirs) in enumerate(runs.items()):
+        for ax, (key, label) in zip(axes, keys, strict=True):
+            ys = [series(d, key) for d in dirs]
+            n = min(len(y) for y in ys)
+            mean = np.nanmean([y[:n] for y in ys], axis=0)  # (S,)
+            smooth = np.convolve(mean, window, mode="valid")
+            ax.plot(np.arange(len(smooth)) + 10, smooth, color=f"C{i % 10}", label=objective, linewidth=1.2)
+            ax.set_title(label, fontsize=9)
+            ax.set_xlabel("step", fontsize=8)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "trajectories.png"
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    return path
 
 
 def main() -> None:
@@ -91,19 +126,21 @@ def main() -> None:
 
     base_eval = evaluate(a.base, a.out / "eval-base", a.n_problems, a.samples)
     lines = [
-        f"Base: sampled pass@1 {base_eval['metrics']['pass@1']['value']:.3f}, greedy "
-        f"{base_eval['metrics']['greedy']['value']:.3f} (test, {a.n_problems} x {a.samples}). "
+        f"Base: sampled pass@1 {base_eval.metrics['pass@1'].value:.3f}, greedy "
+        f"{base_eval.metrics['greedy'].value:.3f} (test, {a.n_problems} x {a.samples}). "
         f"{a.steps} steps per run, seeds {a.seeds}.",
         "",
         "| objective | pass@1 per seed | change vs base, pooled (95% CI) | greedy (mean) | entropy start -> end "
         "| length start -> end | s/step |",
         "|---|---|---|---|---|---|---|",
     ]
+    dirs: dict[str, list[Path]] = {}
     for objective in a.objectives:
         evals, ents, lens, secs = [], [], [], []
         for seed in a.seeds:
             rd = a.out / f"{objective}-s{seed}"
             train(a.base, objective, seed, a.steps, rd)
+            dirs.setdefault(objective, []).append(rd)
             evals.append(evaluate(rd, a.out / f"eval-{objective}-s{seed}", a.n_problems, a.samples))
             ents.append(trajectory(rd, "train/entropy"))
             lens.append(trajectory(rd, "train/completion_len/mean"))
@@ -111,8 +148,8 @@ def main() -> None:
         # paired over problems, pooled over seeds: each problem's pass rate averaged over the seeds' runs
         diff = np.mean([rates(e) for e in evals], axis=0) - rates(base_eval)  # (P,)
         low, high = bootstrap_ci(diff, seed=0)
-        per_seed = ", ".join(f"{e['metrics']['pass@1']['value']:.3f}" for e in evals)
-        greedy = statistics.fmean(e["metrics"]["greedy"]["value"] for e in evals)
+        per_seed = ", ".join(f"{e.metrics['pass@1'].value:.3f}" for e in evals)
+        greedy = statistics.fmean(e.metrics["greedy"].value or 0.0 for e in evals)
         lines.append(
             f"| {objective} | {per_seed} | {diff.mean():+.3f} ({low:+.3f}, {high:+.3f}) | {greedy:.3f} | "
             f"{statistics.fmean(e[0] for e in ents):.2f} -> {statistics.fmean(e[1] for e in ents):.2f} | "
@@ -122,6 +159,7 @@ def main() -> None:
     table = "\n".join(lines)
     (a.out / "table.md").write_text(table + "\n")
     print(table)
+    print(f"trajectories: {plot_trajectories(a.out, dirs)}")
 
 
 if __name__ == "__main__":

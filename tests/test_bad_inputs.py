@@ -117,6 +117,12 @@ CASES: list[Case] = [
      "<flags>: field 'sampling.max_new_tokens'"),
     ("missing gguf", _files(), ["models", "import-gguf", "/nonexistent.gguf", "--out", "{dir}/never"],
      "/nonexistent.gguf"),
+    ("eval.json from a newer rlvr", _files(**{"ea__eval.json": '{"schema_version": 9}', "eb__eval.json": "{}"}),
+     ["compare", "{dir}/ea", "{dir}/eb"], "ea/eval.json: schema version 9 is newer than this rlvr reads (1)"),
+    ("judge a folder without samples", _files(), ["judge", "{dir}"], "no samples.jsonl (not an evaluation folder)"),
+    ("judge without a model", _files(**{"samples.jsonl": '{"problem_id": "p"}\n'}), ["judge", "{dir}"],
+     "no judge model: set JudgeConfig.model or RLVR_JUDGE_MODEL"),
+    ("judge a negative count", _files(), ["judge", "{dir}", "--n", "-1"], "--n: expected a count >= 0, got -1"),
 ]  # fmt: skip
 
 

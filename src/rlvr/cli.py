@@ -7,7 +7,7 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -107,7 +107,7 @@ def demo(
     """The whole loop on the embedded default: SFT base, GRPO, evaluation on test and holdout."""
 
     from rlvr.demo import run_demo
-    from rlvr.runlog import RunFolderError
+    from rlvr.runs import RunFolderError
 
     try:
         summary = run_demo(out, quick=quick, seed=seed, overwrite=overwrite)
@@ -195,7 +195,7 @@ def train(
     from rlvr.config import load_config
     from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
     from rlvr.grpo.trainer import GRPOTrainer
-    from rlvr.runlog import relocated_model
+    from rlvr.runs import relocated_model
 
     overrides = {
         "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
@@ -248,7 +248,7 @@ def eval_(
     from rlvr.config import load_config
     from rlvr.evaluate.evaluation import EvalConfig, run_eval
     from rlvr.models.load import ModelLoadError
-    from rlvr.runlog import RunFolderError
+    from rlvr.runs import RunFolderError
     from rlvr.tasks import DataError, PromptFormatError
 
     try:
@@ -272,18 +272,26 @@ def eval_(
 def _print_eval(path: Path) -> None:
     from rich.table import Table
 
-    result = json.loads((path / "eval.json").read_text())
-    table = Table(title=f"{result['task']}/{result['split']}: {result['n_problems']} problems x {result['n_samples']}")
+    from rlvr.runs import read_eval
+
+    e = read_eval(path)
+    table = Table(title=f"{e.task}/{e.split}: {e.n_problems} problems x {e.n_samples}")
     for col in ("metric", "value", "95% CI", "tokens/problem"):
         table.add_column(col)
-    for name, m in result["metrics"].items():
-        table.add_row(name, f"{m['value']:.3f}", f"{m['ci'][0]:.3f}-{m['ci'][1]:.3f}", f"{m['tokens_per_problem']:.1f}")
+
+    def num(x: float | None, spec: str) -> str:
+        return "-" if x is None else format(x, spec)
+
+    for name, m in e.metrics.items():
+        ci = m.ci or [None, None]
+        table.add_row(name, num(m.value, ".3f"), f"{num(ci[0], '.3f')}-{num(ci[1], '.3f')}",
+                      num(m.tokens_per_problem, ".1f"))  # fmt: skip
     Console().print(table)
-    trunc = result.get("truncated_frac", 0.0)
-    line = f"truncated at max_new_tokens={result['max_new_tokens']}: {trunc:.1%} of samples"
-    if "greedy_truncated_frac" in result:
-        line += f", {result['greedy_truncated_frac']:.1%} of greedy completions"
-    warn = max(trunc, result.get("greedy_truncated_frac", 0.0)) > 0.05
+    trunc = e.truncated_frac or 0.0
+    line = f"truncated at max_new_tokens={e.max_new_tokens}: {trunc:.1%} of samples"
+    if e.greedy_truncated_frac is not None:
+        line += f", {e.greedy_truncated_frac:.1%} of greedy completions"
+    warn = max(trunc, e.greedy_truncated_frac or 0.0) > 0.05
     console.print(("[bold yellow]warning:[/] " if warn else "") + line + (" (raise --max-new-tokens)" if warn else ""))
     console.print(f"eval: {path / 'eval.json'}")
 
@@ -358,6 +366,125 @@ def compare(
     if out is not None:
         write_compare_plots(evals, out, labels=[r.name for r in c.runs])
         console.print(f"compare: {out / 'compare.json'}")
+
+
+@app.command()
+def study(
+    config: Annotated[Path | None, typer.Option("--config", help="Study YAML (conditions, seeds, ...).")] = None,
+    preset: Annotated[str | None, typer.Option(help="A named study: granularity or reward-separation.")] = None,
+    out: Annotated[str | None, typer.Option(help="Study folder.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A small version of the same grid (minutes).")] = False,
+    resume: Annotated[
+        Path | None, typer.Option(help="Finish the study in this folder (reruns only what is missing).")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="Runs in parallel local processes (0: in this process).")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help="Ray address (auto, ray://host:port, local).")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Base model or run folder (default: build the embedded base).")
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="Task (arith, gsm8k or a JSONL file).")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="GRPO steps per run.")] = None,
+    seeds: Annotated[str | None, typer.Option(help="Comma-separated seeds, e.g. 0,1,2.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a study already in --out.")] = False,
+) -> None:
+    """Conditions x seeds from one base, every run evaluated on the same problems; writes study.json and
+    study_report.html (pooled metrics with CIs, paired comparisons with Holm, fidelity, learning curves)."""
+    from rich.table import Table
+
+    from rlvr.config import load_config
+    from rlvr.study import QUICK, STUDY_PRESETS, StudyConfig, run_study
+    from rlvr.study.report import comparison_rows, result_rows
+
+    seed_list = None
+    if seeds is not None:
+        try:
+            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            fail(f"--seeds: expected comma-separated integers, got {seeds!r}")
+    flags: dict[str, Any] = {"out": out, "workers": workers, "ray": ray, "base": model, "task": task, "steps": steps,
+                             "seeds": seed_list}  # fmt: skip
+    if resume is not None:
+        if not (resume / "config.yaml").is_file():
+            fail(f"{resume}: not a study folder (no config.yaml)")
+        cfg = load_config(StudyConfig, resume / "config.yaml", {"out": str(resume), "workers": workers, "ray": ray})
+    else:
+        if (config is None) == (preset is None):
+            fail("give --config FILE or --preset NAME (granularity, reward-separation)")
+        if preset is not None and preset not in STUDY_PRESETS:
+            fail(f"unknown study preset {preset!r}; known: {', '.join(sorted(STUDY_PRESETS))}")
+        base: dict[str, Any] = {**(STUDY_PRESETS[preset] if preset else {}), **(QUICK if quick else {})}
+        if quick and task not in (None, "arith"):
+            base["steps"] = 2
+        cfg = load_config(StudyConfig, config, flags, base=base)
+    try:
+        result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=lambda m: console.print(m))
+    except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
+        fail(str(e))
+    table = Table(title=f"{result['split']}: {result['n_problems']} problems x {result['n_samples']}, "
+                        f"seeds {', '.join(map(str, result['seeds']))}")  # fmt: skip
+    for col in ("condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"):
+        table.add_column(col)
+    for row in result_rows(result):
+        table.add_row(*row)
+    Console().print(table)
+    if result["comparisons"]:
+        ct = Table(title="paired comparisons (p adjusted by Holm over all tests)")
+        for col in ("comparison", "metric", "ref", "cond", "diff (95% CI)", "per seed", "p", "p adj"):
+            ct.add_column(col)
+        for row in comparison_rows(result):
+            ct.add_row(*row)
+        Console().print(ct)
+    if result["failed"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def judge(
+    eval_dir: Annotated[Path, typer.Argument(help="An evaluation folder (samples.jsonl from `rlvr eval`).")],
+    n: Annotated[int, typer.Option("--n", help="Completions to judge (a seeded random subset); 0: all.")] = 50,
+    only_incorrect: Annotated[
+        bool, typer.Option("--only-incorrect/--all", help="Judge only wrong completions (default) or all.")
+    ] = True,
+    model: Annotated[str | None, typer.Option(help="Judge model (default: $RLVR_JUDGE_MODEL).")] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
+            "(default: $RLVR_JUDGE_BASE_URL; else OpenAI)."
+        ),  # fmt: skip
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the subset.")] = 0,
+) -> None:
+    """Sort wrong completions into error categories with an LLM judge (any OpenAI-compatible endpoint).
+
+    Writes judge.jsonl (one row per judged completion) and judge.json (the category counts) into the
+    evaluation folder, where `compare` and `audit` show them. Replies are cached in the folder
+    (judge_cache.jsonl): a rerun asks only what it has not asked before. The API key is read from
+    $RLVR_JUDGE_API_KEY or $OPENAI_API_KEY and never written."""
+    from rich.table import Table
+
+    from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
+    from rlvr.runs import RunFileError, read_json
+
+    if n < 0:
+        fail(f"--n: expected a count >= 0, got {n}")
+    if not (eval_dir / "samples.jsonl").is_file():
+        fail(f"{eval_dir}: no samples.jsonl (not an evaluation folder)")
+    try:
+        path = judge_samples(eval_dir, JudgeConfig(model=model, base_url=base_url), n=n or None,
+                             only_incorrect=only_incorrect, seed=seed)  # fmt: skip
+        summary = read_json(path)
+    except (JudgeError, RunFileError) as e:
+        fail(str(e))
+    table = Table(title=f"{eval_dir.name}: {summary['n_judged']} completions judged by {summary['model']}")
+    for col in ("category", "count", "share"):
+        table.add_column(col)
+    for cat, count in summary["categories"].items():
+        table.add_row(cat, str(count), f"{summary['fractions'][cat]:.0%}")
+    Console().print(table)
+    console.print(f"requests {summary['n_requests']}, cached {summary['n_cached']}, "
+                  f"parse errors {summary['n_parse_errors']}, failed {summary['n_errors']}")  # fmt: skip
+    console.print(f"judge: {path}")
 
 
 @app.command()

@@ -11,7 +11,6 @@ Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run fol
 
 from __future__ import annotations
 
-import json
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from rlvr.evaluate.compare import compare_runs
 from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
-from rlvr.runlog import RunFolderError, check_out
+from rlvr.runs import RunFolderError, check_out, read_eval, write_json
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
 __all__ = ["DemoPlan", "PLANS", "run_demo"]
@@ -114,9 +113,7 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 cmp = compare_runs([a, b], seed=seed, out=out / "evals" / f"compare-{split}")
-            metrics = {
-                name: json.loads((p / "eval.json").read_text())["metrics"] for name, p in (("base", a), ("grpo", b))
-            }
+            metrics = {name: read_eval(p).model_dump(mode="json")["metrics"] for name, p in (("base", a), ("grpo", b))}
             summary["splits"][split] = {"tests": [t.__dict__ for t in cmp.tests], "metrics": metrics}
             progress.advance(task)
         task = progress.add_task("5/5 audit", total=1)
@@ -125,5 +122,5 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
     summary["audit"] = {"status": result.status, "checks": {c.name: c.status for c in result.checks}}
     summary["report"] = str(out / "report.html")
     summary["runs"] = {"base": str(base), "grpo": str(grpo), **{k: str(v) for k, v in evals.items()}}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+    write_json(out / "summary.json", summary)
     return summary

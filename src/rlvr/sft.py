@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -21,7 +22,7 @@ from rlvr.config import ReportTo, SamplingConfig, StrictModel
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
-from rlvr.runlog import RunDir, check_out, check_space
+from rlvr.runs import RunDir, check_out, check_space
 from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
@@ -38,6 +39,9 @@ class SFTConfig(StrictModel):
     preset: str = "easy"
     n_train: int = 20000
     steps: int = Field(400, ge=1)
+    # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
+    # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
+    max_seconds: float | None = Field(None, gt=0)
     batch_size: int = 32
     lr: float = 3e-3
     warmup_steps: int = 20
@@ -59,11 +63,16 @@ SFT_PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-def _lr_lambda(warmup: int, total: int):
+def _lr_lambda(warmup: int, total: int, elapsed: Callable[[], float] | None = None):
+    """Linear warmup, then cosine from 1 to 0.1 over the steps (or over the time budget: `elapsed()`
+    is the fraction of it spent, and the schedule follows whichever is further along)."""
+
     def f(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
         progress = (step - warmup) / max(1, total - warmup)
+        if elapsed is not None:
+            progress = max(progress, elapsed())
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
     return f
@@ -106,10 +115,15 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     target_ids = [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in problems]
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps, cfg.steps))
+    t0 = time.time()
+    budget = cfg.max_seconds
+
+    def spent() -> float:
+        return (time.time() - t0) / budget if budget else 0.0
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps, cfg.steps, spent if budget else None))
     rng = random.Random(cfg.seed)
     order: list[int] = []
-    t0 = time.time()
     for step in range(1, cfg.steps + 1):
         if len(order) < cfg.batch_size:
             order += rng.sample(range(len(problems)), len(problems))
@@ -123,7 +137,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
-        if step % cfg.log_every == 0 or step == cfg.steps:
+        out_of_time = budget is not None and spent() >= 1.0
+        if step % cfg.log_every == 0 or step == cfg.steps or out_of_time:
             row = {
                 "step": step,
                 "sft/loss": loss.item(),
@@ -134,8 +149,10 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
             run.log(row)
             if progress is not None:
                 progress(step, cfg.steps, row)
+        if out_of_time:
+            break
     model.save_pretrained(run.path / "model")
     tok.save_pretrained(run.path / "model")
-    run.write_manifest(finished=True, wall_s=time.time() - t0)
+    run.write_manifest(finished=True, wall_s=time.time() - t0, steps_done=step)
     run.close()
     return run.path

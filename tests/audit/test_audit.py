@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -19,6 +20,7 @@ from rlvr.audit.checks import CHECKS, check_verifier
 from rlvr.audit.contamination import build_index, contamination_report, masked, words
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import model_key
+from rlvr.evaluate.compare import paired_tests
 from rlvr.tasks import load_task, problems_hash
 
 N_TRAIN = 200
@@ -172,6 +174,26 @@ def test_matched_compute_pass_with_paired_change(tmp_path: Path) -> None:
     assert pair["token_ratio"] == pytest.approx(1.0)
     assert pair["change"]["gain"] == pytest.approx(0.25)  # 1 of 4 -> 2 of 4 correct on every problem
     assert "pass@1 0.250 -> 0.500" in r.summary
+
+
+def test_paired_change_equals_paired_tests(tmp_path: Path) -> None:
+    """The audit's paired change is `evaluate.compare.paired_tests` on the per-problem arrays."""
+    run = train_run(tmp_path)
+    evals = [eval_run(tmp_path, "base-test", tmp_path / "base"), eval_run(tmp_path, "grpo-test", run)]
+    rng = np.random.default_rng(0)
+    arrays = []
+    for path in evals:
+        e = json.loads((path / "eval.json").read_text())
+        correct, greedy = rng.integers(0, 5, len(e["per_problem"])), rng.random(len(e["per_problem"])) < 0.5
+        for row, c, g in zip(e["per_problem"], correct, greedy, strict=True):
+            row.update(correct=int(c), greedy=bool(g))
+        (path / "eval.json").write_text(json.dumps(e))
+        arrays.append((correct / 4, greedy))
+    change = build_context(run, evals, second_verifier=False).changes["test"]
+    p1, g = paired_tests((arrays[0][0], arrays[1][0]), (arrays[0][1], arrays[1][1]), seed=0)
+    got = (change["base"], change["trained"], change["gain"], change["ci"])
+    assert got == (p1.value_a, p1.value_b, p1.diff, list(p1.ci))
+    assert change["greedy"] == {"base": g.value_a, "trained": g.value_b, "pvalue": g.pvalue}
 
 
 def test_matched_compute_warns_on_unmatched_budget_and_fails_without_multi_sample(tmp_path: Path) -> None:
@@ -458,13 +480,20 @@ def test_human_check(tmp_path: Path) -> None:
 def test_run_audit_writes_three_files_and_strict_exit(tmp_path: Path) -> None:
     metrics = _metrics(**{"reward/outcome/mean": None, "reward/format_gsm8k/mean": 0.5})
     run, evals = group(tmp_path, rewards=[{"name": "format_gsm8k", "weight": 1.0}], metrics=metrics)
+    judged = {"model": "m", "n_judged": 3, "categories": {"calculation_error": 2, "other": 1}}
+    (evals[0] / "judge.json").write_text(json.dumps(judged))  # what `rlvr judge` leaves in an evaluation
     res = run_audit(run, evals, strict=True, second_verifier=False, plots=False)
     assert res.status == "fail" and res.exit_code == 1
     data = json.loads((run / "audit" / "audit.json").read_text())
     assert [c["name"] for c in data["checks"]] == list(CHECKS) and data["status"] == "fail"
+    assert (
+        data["schema_version"] == 1
+        and data["evaluations"][0]["judge"] == "calculation_error 2, other 1 (3 judged by m)"
+    )
     md = (run / "audit" / "report.md").read_text()
-    assert "| 3 | Reward separation | FAIL |" in md
-    assert "<!DOCTYPE html>" in (run / "audit" / "report.html").read_text()
+    assert "| 3 | Reward separation | FAIL |" in md and "calculation_error 2, other 1 (3 judged by m)" in md
+    html = (run / "audit" / "report.html").read_text()
+    assert "<!DOCTYPE html>" in html and "calculation_error 2, other 1" in html
     assert run_audit(run, evals, out_dir=tmp_path / "o", second_verifier=False, plots=False).exit_code == 0
 
 

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from rlvr.evaluate.compare import CompareError, budget_ratio, compare_runs, format_comparison, sign_flip_pvalue
+from rlvr.evaluate.compare import (
+    CompareError,
+    budget_ratio,
+    compare_runs,
+    format_comparison,
+    paired_tests,
+    sign_flip_pvalue,
+)
 from rlvr.evaluate.metrics import pass_at_k_array
+from rlvr.runs import clean
 
 
 def write_eval(
@@ -153,7 +163,8 @@ def test_json_out_and_same_names(tmp_path: Path) -> None:
     c = compare_runs([a, b], out=tmp_path / "cmp")
     data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert [r["name"] for r in data["runs"]] == ["base/eval", "grpo/eval"]
-    assert data == c.to_json() and data["correction"] == "holm" and len(data["tests"]) == 2
+    assert data.pop("schema_version") == 1 and data == clean(c.to_json())  # NaN written as null
+    assert data["correction"] == "holm" and len(data["tests"]) == 2
     assert set(data["tests"][0]) >= {"diff", "ci", "pvalue", "pvalue_adj", "budget_matched", "tokens_a"}
     assert "B = grpo/eval vs A = base/eval: paired on 8 shared problems" in format_comparison(c)
 
@@ -165,3 +176,27 @@ def test_sign_flip_pvalue_exact_and_sampled() -> None:
     p = sign_flip_pvalue(big, seed=1)
     assert p == sign_flip_pvalue(big, seed=1) and 0 < p < 0.001
     assert budget_ratio(0.0, 0.0) == 1.0 and budget_ratio(0.0, 5.0) == float("inf")
+
+
+def test_paired_tests_by_hand() -> None:
+    """The one statistics path (compare, search's final test, the audit's paired change), on arrays."""
+    pa, pb = np.array(A[0]) / 2, np.array(B[0]) / 2
+    p1, g = paired_tests((pa, pb), (A[1], B[1]), names=("A", "B"), seed=0)
+    assert (p1.metric, p1.a, p1.b, p1.n_problems, p1.test) == ("pass@1", "A", "B", 8, "sign-flip permutation")
+    assert (p1.value_a, p1.value_b, p1.diff, p1.pvalue) == pytest.approx((3 / 16, 13 / 16, 0.625, 0.0625))
+    assert (g.value_a, g.value_b, g.diff, g.pvalue) == pytest.approx((1 / 8, 7 / 8, 0.75, 0.03125))  # 2 * 0.5^6
+    assert g.detail == {"b01": 6, "b10": 0} and g.test == "McNemar exact"
+    assert all(t.ci[0] <= t.diff <= t.ci[1] for t in (p1, g))
+    assert math.isnan(p1.pvalue_adj) and math.isnan(p1.tokens_a) and not p1.budget_matched  # the caller's part
+    assert [t.metric for t in paired_tests((pa, pb))] == ["pass@1"]  # no greedy arrays, no greedy test
+    with pytest.raises(ValueError):
+        paired_tests((pa, pb[:-1]))
+
+
+def test_compare_runs_statistics_are_paired_tests(abc: list[Path]) -> None:
+    c = compare_runs(abc, seed=3, ci_resamples=300)
+    for other, t in ((B, c.tests[:2]), (C, c.tests[2:])):
+        ref = paired_tests((np.array(A[0]) / 2, np.array(other[0]) / 2), (A[1], other[1]), names=(t[0].a, t[0].b),
+                           seed=3, n_resamples=300)  # fmt: skip
+        keep = ("pvalue_adj", "tokens_a", "tokens_b", "budget_ratio", "budget_matched")
+        assert [replace(x, **{k: getattr(y, k) for k in keep}) for x, y in zip(ref, t, strict=True)] == t

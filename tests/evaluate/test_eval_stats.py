@@ -11,6 +11,7 @@ from scipy import stats as sps
 
 from rlvr.evaluate.stats import (
     McNemarResult,
+    adjust_pvalues,
     bonferroni,
     bootstrap_ci,
     cohen_kappa,
@@ -203,6 +204,13 @@ def test_holm_and_bonferroni_hand_computed() -> None:
         holm([0.1, 1.5])
     with pytest.raises(ValueError):
         bonferroni([float("nan")])
+
+
+def test_adjust_pvalues_names_the_correction() -> None:
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert adjust_pvalues(p, "holm") == holm(p) and adjust_pvalues(p, "bonferroni") == bonferroni(p)
+    with pytest.raises(ValueError, match="correction must be one of holm, bonferroni"):
+        adjust_pvalues(p, "sidak")  # type: ignore[arg-type]
 
 
 def test_holm_properties_on_random_pvalues() -> None:

@@ -188,3 +188,42 @@ def test_missing_openai_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mon
     d = make_eval(tmp_path, SAMPLES[:1])
     with pytest.raises(JudgeError, match=r"pip install 'rlvr\[judge\]'"):
         judge_samples(d, cfg("http://127.0.0.1:9/v1"), n=None)
+
+
+def test_rlvr_judge_writes_into_the_eval_folder_and_compare_shows_it(
+    tmp_path: Path, server_factory, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command face: `rlvr judge EVAL_DIR` against the fake endpoint, then `rlvr compare` of two
+    judged evaluations prints the category table and keeps the counts in compare.json."""
+    import sys
+
+    from rlvr.cli import main
+
+    srv = server_factory(by_sample)
+    monkeypatch.setenv("RLVR_JUDGE_BASE_URL", srv.url)
+    monkeypatch.setenv("RLVR_JUDGE_MODEL", "fake-judge")
+    dirs = []
+    for name, samples in (("base", SAMPLES), ("grpo", SAMPLES[:2])):
+        (tmp_path / name).mkdir()
+        d = make_eval(tmp_path / name, samples)
+        rows = [{"id": f"p{i}", "n": 1, "correct": int(ok), "tokens": 9.0, "greedy": ok}
+                for i, (_, ok) in enumerate(SAMPLES)]  # fmt: skip
+        metric = {"value": 0.25, "ci": [0.0, 0.5], "k": 1, "n": 1, "tokens_per_problem": 9.0}
+        (d / "eval.json").write_text(json.dumps({"task": "arith", "split": "test", "metrics": {"pass@1": metric},
+                                                 "per_problem": rows}))  # fmt: skip
+        monkeypatch.setattr(sys, "argv", ["rlvr", "judge", str(d), "--n", "0"])
+        with pytest.raises(SystemExit) as e:
+            main()
+        assert e.value.code in (0, None)
+        dirs.append(d)
+    out = "".join(capsys.readouterr())
+    assert "calculation_error" in out and "judge:" in out and "requests 3, cached 0" in out
+    summary = json.loads((dirs[0] / "judge.json").read_text())
+    assert summary["schema_version"] == 1 and summary["categories"]["missing_step"] == 1
+    monkeypatch.setattr(sys, "argv", ["rlvr", "compare", str(dirs[0]), str(dirs[1]), "--out", str(tmp_path / "cmp")])
+    with pytest.raises(SystemExit) as e:
+        main()
+    out = "".join(capsys.readouterr())
+    assert "Error categories of wrong completions" in out and "base/eval (fake-judge)" in out
+    runs = json.loads((tmp_path / "cmp" / "compare.json").read_text())["runs"]
+    assert runs[0]["judge"]["calculation_error"] == 1 and runs[1]["judge"]["other"] == 0

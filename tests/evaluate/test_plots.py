@@ -31,7 +31,7 @@ def write_eval(root: Path, name: str, scale: float, tokens: float, greedy: bool 
         metrics["greedy"] = metric(scale * 1.2, 1, tokens)
     d = root / name
     d.mkdir(parents=True)
-    e = {"task": "arith", "split": "test", "n_problems": 10, "n_samples": 8, "metrics": metrics}
+    e = {"task": "arith", "split": "test", "n_problems": 10, "n_samples": 8, "metrics": metrics, "per_problem": []}
     (d / "eval.json").write_text(json.dumps(e))
     return d
 
@@ -56,7 +56,7 @@ def test_compare_plots_several_runs(tmp_path: Path) -> None:
 def test_only_pass_at_1(tmp_path: Path) -> None:
     d = tmp_path / "one"
     d.mkdir()
-    e = {"metrics": {"pass@1": metric(0.5, 1, 20.0)}}
+    e = {"task": "arith", "split": "test", "metrics": {"pass@1": metric(0.5, 1, 20.0)}, "per_problem": []}
     (d / "eval.json").write_text(json.dumps(e))
     assert all(p.is_file() for p in write_eval_plots(d))
     assert metric_series(e["metrics"], "maj") == [(1, 0.5, 0.4, 0.6, 20.0)]

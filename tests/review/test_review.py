@@ -108,7 +108,7 @@ HEAD = '{"problem_id": "p", "question": "q", "gold": "1", "completion": "c", '
         (HEAD + '"sample": 1}', "missing field 'correct'"),
         (HEAD + '"correct": true, "gold_steps": [1]}', "field 'gold_steps'"),
         ("[1, 2]", "expected a JSON object"),
-        ("{not json", "not valid JSON"),
+        ("{not json", "invalid JSON"),
     ],
 )
 def test_bad_sample_rows_name_file_line_and_field(tmp_path: Path, line: str, message: str) -> None:

@@ -17,6 +17,7 @@ from rlvr.rewards import (
     outcome,
     process,
 )
+from rlvr.rewards.combine import weighted_sum
 from rlvr.tasks import Step
 
 GOLD_STEPS = [Step("14*2", "28"), Step("28+10", "38")]
@@ -85,6 +86,31 @@ def test_combine_weights_and_none() -> None:
     assert f([RIGHT, "38"], answer=["38", "38"]) == [1.5, 1.0]
     g = combine([(outcome, 1.0), (process, 1.0)])
     assert g([RIGHT], answer=["38"], steps=[[]]) == [None]
+
+
+def test_weighted_sum_by_hand() -> None:
+    """The one combiner (combine, the trainer's RewardRunner, search's EnsembleReward)."""
+    columns = [[1.0, 0.0, None, 1.0, 2.0], [0.5, 1.0, 1.0, math.nan, -4.0]]
+    # 1 + 0.25 * 0.5, 0 + 0.25 * 1, None (a part is None), None (a part is NaN), 2 - 0.25 * 4
+    assert weighted_sum(columns, [1.0, 0.25]) == [1.125, 0.25, None, None, 1.0]
+    assert weighted_sum([[1.0, math.inf]], [2.0]) == [2.0, None]
+    with pytest.raises(ValueError, match="2 value columns but 1 weights"):
+        weighted_sum(columns, [1.0])
+    with pytest.raises(ValueError):  # columns of different lengths
+        weighted_sum([[1.0], [1.0, 2.0]], [1.0, 1.0])
+
+
+def test_reward_runner_total_is_the_weighted_sum() -> None:
+    from rlvr.grpo.rewarding import RewardRunner
+
+    specs = [RewardSpec(name="outcome"), RewardSpec(name="format_gsm8k", weight=0.5)]
+    runner = RewardRunner(specs, extra={"half": lambda completions, **kw: [0.5, None]})
+    try:
+        scored = runner.score(["#### 38", "38"], {"answer": ["38", "38"]})
+    finally:
+        runner.close()
+    assert scored.values == {"outcome": [1.0, 1.0], "format_gsm8k": [1.0, 0.0], "half": [0.5, None]}
+    assert scored.total[0] == 2.0 and math.isnan(scored.total[1])  # 1 + 0.5 * 1 + 0.5; None -> NaN
 
 
 def test_registry_builds_with_params() -> None:

@@ -14,11 +14,13 @@ from typer.testing import CliRunner
 
 from rlvr.cli import app
 from rlvr.config import ConfigError, load_config
+from rlvr.evaluate.compare import paired_tests
+from rlvr.evaluate.stats import adjust_pvalues
 from rlvr.search import run as search_run
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
 from rlvr.search.proposer import Candidate, OfflineProposer
-from rlvr.search.screen import ScreenJob, dev_scores, f1_score
+from rlvr.search.screen import EnsembleReward, ScreenJob, dev_scores, f1_score
 from rlvr.search.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -74,6 +76,49 @@ def test_f1_and_dev_scores_hand_computed():
     assert s["f1"] == pytest.approx(f1_score(6, 8, 10))
     assert s["f1_ci"][0] <= s["f1"] <= s["f1_ci"][1]
     assert s["accuracy_ci"][0] <= s["accuracy"] <= s["accuracy_ci"][1]
+
+
+def test_final_tests_equal_paired_tests(tmp_path):
+    """Search's final comparison: `paired_tests` against the control, McNemar p adjusted as one family."""
+    cfg = _cfg(tmp_path, tmp_path / "model", test_n=12, test_samples=4)
+    s = search_run.Search(cfg, log=lambda m: None, write_run=False)
+    rng = np.random.default_rng(0)
+    arms = {}
+    for name, p in (("control", 0.3), ("a", 0.6), ("b", 0.35)):
+        correct, greedy = rng.binomial(4, p, 12), (rng.random(12) < p).astype(int)
+        per_problem = {"correct": correct.tolist(), "greedy": greedy.tolist()}
+        scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4}
+        s.store.set_meta(f"test/{name}", {**scores, "per_problem": per_problem})
+        arms[name] = (correct / 4, greedy)
+    for correction in ("holm", "bonferroni"):
+        s.cfg = cfg.model_copy(update={"correction": correction})
+        got = s.final({n: {"key": n, "run_dir": str(tmp_path)} for n in arms})["tests"]
+        ctrl = arms["control"]
+        ref = [paired_tests((ctrl[0], arms[n][0]), (ctrl[1], arms[n][1]), seed=cfg.seed) for n in ("a", "b")]
+        adjusted = adjust_pvalues([g.pvalue for _, g in ref], correction)
+        assert [t["b"] for t in got] == ["a", "b"]
+        for t, (p1, g), p_adj in zip(got, ref, adjusted, strict=True):
+            assert (t["pass1_diff"], t["pass1_diff_ci"], t["pvalue"]) == (p1.diff, list(p1.ci), g.pvalue)
+            assert (t["p_adjusted"], t["b01"], t["b10"]) == (p_adj, g.detail["b01"], g.detail["b10"])
+            assert t["greedy_diff"] == pytest.approx(g.diff)
+
+
+def test_ensemble_reward_is_a_weighted_mean_with_the_none_policy():
+    class Member:
+        def __init__(self, values):
+            self.values, self.closed = values, False
+
+        def __call__(self, completions, **kwargs):
+            return self.values
+
+        def close(self):
+            self.closed = True
+
+    members = [Member([1.0, 0.5, None, 1.0]), Member([0.0, 0.5, 1.0, float("nan")])]
+    ens = EnsembleReward(members, weight=0.5)
+    assert ens(["a", "b", "c", "d"]) == [0.25, 0.25, None, None]  # 0.5 * (1 + 0) / 2, 0.5 * (.5 + .5) / 2
+    ens.close()
+    assert all(m.closed for m in members)
 
 
 def _done(name: str, f1: float, steps: int = 10) -> dict:

@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
-from rlvr.evaluate.stats import mcnemar, paired_diff_ci
+from rlvr.evaluate.compare import paired_tests
 from rlvr.tasks import Problem, load_task, problems_hash
 
 __all__ = ["AuditContext", "LoadedProblems", "paired_change"]
@@ -49,27 +49,29 @@ def _manifest_hash(manifest: dict[str, Any], split: str) -> str | None:
 
 def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> dict[str, Any] | None:
     """Paired change of sampled pass@1 (bootstrap CI) and greedy accuracy (McNemar) from the base's
-    evaluation to the trained model's, over the problems both evaluated (from `per_problem`)."""
-    pa = {r.get("id"): r for r in base.result.get("per_problem") or [] if isinstance(r, dict)}
-    common = [r for r in trained.result.get("per_problem") or [] if isinstance(r, dict) and r.get("id") in pa]
-    common = [r for r in common if r.get("n") and pa[r["id"]].get("n")]
+    evaluation to the trained model's, over the problems both evaluated (from `per_problem`), by
+    `evaluate.compare.paired_tests`; one comparison, so its p-value is not adjusted."""
+    pa = {r.id: r for r in base.result.per_problem}
+    common = [r for r in trained.result.per_problem if r.id in pa]
     if not common:
         return None
-    a = np.array([pa[r["id"]]["correct"] / pa[r["id"]]["n"] for r in common], dtype=float)
-    b = np.array([r["correct"] / r["n"] for r in common], dtype=float)
-    diff, low, high = paired_diff_ci(a, b, seed=seed)
+    a = np.array([pa[r.id].correct / pa[r.id].n for r in common], dtype=float)
+    b = np.array([r.correct / r.n for r in common], dtype=float)
+    greedy = None
+    if all(r.greedy is not None and pa[r.id].greedy is not None for r in common):
+        greedy = ([bool(pa[r.id].greedy) for r in common], [bool(r.greedy) for r in common])
+    p1, *g = paired_tests((a, b), greedy, names=(base.name, trained.name), seed=seed)
     out: dict[str, Any] = {
         "source": f"pass@1 {base.name} -> {trained.name}",
         "split": trained.split,
         "n_problems": len(common),
-        "base": float(a.mean()),
-        "trained": float(b.mean()),
-        "gain": diff,
-        "ci": [low, high],
+        "base": p1.value_a,
+        "trained": p1.value_b,
+        "gain": p1.diff,
+        "ci": list(p1.ci),
     }
-    if all("greedy" in r and "greedy" in pa[r["id"]] for r in common):
-        ga, gb = [bool(pa[r["id"]]["greedy"]) for r in common], [bool(r["greedy"]) for r in common]
-        out["greedy"] = {"base": float(np.mean(ga)), "trained": float(np.mean(gb)), "pvalue": mcnemar(ga, gb).pvalue}
+    if g:
+        out["greedy"] = {"base": g[0].value_a, "trained": g[0].value_b, "pvalue": g[0].pvalue}
     return out
 
 
@@ -113,7 +115,7 @@ class AuditContext:
 
     def eval_problems(self, ev: EvalRun) -> LoadedProblems:
         c = ev.config
-        expected = ev.result.get("data_hash") or _manifest_hash(ev.manifest, ev.split)
+        expected = ev.result.data_hash or _manifest_hash(ev.manifest, ev.split)
         return _load(c.get("task", ev.task), ev.split, c.get("n_problems"), c.get("seed"), c.get("preset"), expected)
 
     def eval_items(self, ev: EvalRun) -> tuple[list[tuple[str, str]], str]:

@@ -28,7 +28,7 @@ from rlvr.audit.runs import (
     load_eval_run,
     load_train_run,
 )
-from rlvr.runlog import write_model_card
+from rlvr.runs import JudgeSummary, RunFileError, read_judge, write_model_card
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
 
@@ -76,6 +76,14 @@ class AuditResult:
             "ablations": self.ablations,
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+def _judge(eval_dir: Path) -> JudgeSummary | None:
+    """The evaluation's LLM-judge summary (`rlvr judge`), when it was judged and the file reads."""
+    try:
+        return read_judge(eval_dir)
+    except RunFileError:
+        return None
 
 
 def build_context(
@@ -126,7 +134,15 @@ def run_audit(
         checks=run_checks(ctx),
         strict=strict,
         evals=[
-            {"name": e.name, "path": str(e.path), "role": e.role, "split": e.split, "task": e.task} for e in ctx.evals
+            {
+                "name": e.name,
+                "path": str(e.path),
+                "role": e.role,
+                "split": e.split,
+                "task": e.task,
+                "judge": j.brief() if (j := _judge(e.path)) else "",
+            }
+            for e in ctx.evals
         ],
         ablations=[str(a.path) for a in ctx.ablations],
     )

@@ -4,35 +4,21 @@ status, summary, evidence and examples; NaN written as null)."""
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from rlvr.audit.plots import figures
+from rlvr.runs import clean, write_json
 
 if TYPE_CHECKING:
     from rlvr.audit.readiness import AuditResult
 
-__all__ = ["clean", "render_html", "render_markdown", "write_reports"]
+__all__ = ["render_html", "render_markdown", "write_reports"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _ICON = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
-
-
-def clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become None, paths and tuples become strings and lists."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [clean(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _view(result: AuditResult) -> dict[str, Any]:
@@ -84,8 +70,11 @@ def render_markdown(result: AuditResult) -> str:
         "",
     ]
     if d["evaluations"]:
-        rows = [[e["name"], e["role"], e["task"], e["split"], e["path"]] for e in d["evaluations"]]
-        lines += ["Evaluations read:", "", *_md_table(["evaluation", "model", "task", "split", "folder"], rows), ""]
+        rows = [
+            [e["name"], e["role"], e["task"], e["split"], e["path"], e.get("judge") or "-"] for e in d["evaluations"]
+        ]
+        cols = ["evaluation", "model", "task", "split", "folder", "error categories (LLM judge)"]
+        lines += ["Evaluations read:", "", *_md_table(cols, rows), ""]
     for i, c in enumerate(d["checks"], 1):
         lines += [f"## {i}. {c['title']}: {_ICON[c['status']]}", "", f"_{c['about']}_", "", c["summary"], ""]
         if c["explain"]:
@@ -103,7 +92,7 @@ def write_reports(result: AuditResult, plots: bool = True) -> dict[str, Path]:
     """Write report.html, report.md and audit.json into `result.out_dir`; returns their paths."""
     out = Path(result.out_dir)
     files = {"html": out / "report.html", "md": out / "report.md", "json": out / "audit.json"}
-    files["json"].write_text(json.dumps(clean(result.to_dict()), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(files["json"], result.to_dict())
     files["md"].write_text(render_markdown(result), encoding="utf-8")
     files["html"].write_text(render_html(result, figures(result.checks) if plots else {}), encoding="utf-8")
     return files

@@ -14,13 +14,12 @@ audited run (a demo run written with `--out runs/demo` names its base `runs/demo
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from rlvr import runs
 
 __all__ = [
     "AuditInputError",
@@ -46,43 +45,24 @@ class AuditInputError(ValueError):
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise AuditInputError(f"{path}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise AuditInputError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if not isinstance(data, dict):
-        raise AuditInputError(f"{path}: expected a JSON object")
-    return data
+        return runs.read_json(path)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise AuditInputError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise AuditInputError(f"{path}: invalid YAML: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise AuditInputError(f"{path}: expected a YAML mapping")
-    return data
+        return runs.read_yaml(path)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Objects of a JSONL file (missing file: none); a bad line raises AuditInputError."""
-    if not path.is_file():
-        return []
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise AuditInputError(f"{path}:{i}: invalid JSON: {e.msg}") from None
-                if isinstance(row, dict):
-                    rows.append(row)
-    return rows
+    try:
+        return runs.read_jsonl(path, missing_ok=True)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
 
 
 def _num(value: Any) -> float:
@@ -136,7 +116,7 @@ class EvalRun:
     path: Path
     config: dict[str, Any]
     manifest: dict[str, Any]
-    result: dict[str, Any]
+    result: runs.EvalResult
     role: str = "other"
     ablation: str | None = None
     checkpoint: bool = False
@@ -149,21 +129,21 @@ class EvalRun:
 
     @property
     def split(self) -> str:
-        return str(self.result.get("split") or self.config.get("split") or "?")
+        return str(self.result.split or self.config.get("split") or "?")
 
     @property
     def task(self) -> str:
-        return str(self.result.get("task") or self.config.get("task") or "?")
+        return str(self.result.task or self.config.get("task") or "?")
 
     @property
     def group(self) -> tuple[str, str, str, str]:
         """Evaluations in the same group scored the same problems."""
-        preset = str(self.result.get("preset") or self.config.get("preset") or "")
-        return (self.task, preset, self.split, str(self.result.get("data_hash") or ""))
+        preset = str(self.result.preset or self.config.get("preset") or "")
+        return (self.task, preset, self.split, str(self.result.data_hash or ""))
 
-    def metric(self, name: str) -> dict[str, Any] | None:
-        m = (self.result.get("metrics") or {}).get(name)
-        return m if isinstance(m, dict) and isinstance(m.get("value"), int | float) else None
+    def metric(self, name: str) -> runs.Metric | None:
+        """The metric `name` when it has a value."""
+        return self.result.metric(name)
 
     def samples(self) -> list[dict[str, Any]]:
         """Rows of samples.jsonl (read once)."""
@@ -194,9 +174,10 @@ def load_eval_run(path: Path) -> EvalRun:
     path = Path(path)
     if not (path / "eval.json").is_file():
         raise AuditInputError(f"{path}: not an evaluation folder (no eval.json)")
-    result = _read_json(path / "eval.json")
-    if not isinstance(result.get("metrics"), dict):
-        raise AuditInputError(f"{path / 'eval.json'}: field 'metrics': missing or not an object")
+    try:
+        result = runs.read_eval(path)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
     config = _read_yaml(path / "config.yaml") if (path / "config.yaml").is_file() else {}
     manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
     return EvalRun(path, config, manifest, result)
@@ -228,7 +209,7 @@ def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Pat
 
 
 def _eval_keys(ev: EvalRun, anchors: list[Path]) -> list[Path]:
-    specs = [ev.config.get("model"), ev.result.get("model")]
+    specs = [ev.config.get("model"), ev.result.model or None]
     return [k for k in (model_key(s, anchors) for s in specs if isinstance(s, str)) if k is not None]
 
 
@@ -240,7 +221,7 @@ def assign_roles(run: TrainRun, evals: list[EvalRun], ablations: list[TrainRun])
     abl = {model_key(a.path, anchors): a.name for a in ablations}
     for ev in evals:
         ev.keys = _eval_keys(ev, anchors)
-        specs = [str(s) for s in (ev.config.get("model"), ev.result.get("model")) if isinstance(s, str)]
+        specs = [str(s) for s in (ev.config.get("model"), ev.result.model or None) if isinstance(s, str)]
         ev.checkpoint = any("checkpoints" in Path(s).parts for s in specs)
         if trained in ev.keys:
             ev.role = "trained"

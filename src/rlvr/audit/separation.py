@@ -67,8 +67,8 @@ def _late(run: TrainRun, key: str) -> float | None:
 def _eval_value(evals: list[EvalRun], split: str, metric: str = "pass@1") -> float | None:
     for ev in evals:
         m = ev.metric(metric)
-        if ev.split == split and m is not None:
-            return float(m["value"])
+        if ev.split == split and m is not None and m.value is not None:
+            return float(m.value)
     return None
 
 

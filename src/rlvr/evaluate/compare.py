@@ -28,6 +28,7 @@ import json
 import math
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rlvr.evaluate.metrics import pass_at_k_array
-from rlvr.evaluate.stats import bonferroni, holm, mcnemar, paired_diff_ci
+from rlvr.evaluate.stats import Correction, adjust_pvalues, mcnemar, paired_diff_ci
+from rlvr.runs import EvalResult, ProblemResult, RunFileError, read_eval, read_judge, write_json
 
 __all__ = [
     "BudgetMatch",
@@ -50,14 +52,13 @@ __all__ = [
     "compare_runs",
     "comparison_tables",
     "format_comparison",
+    "paired_tests",
     "render_comparison",
     "sign_flip_pvalue",
     "write_comparison",
 ]
 
-Correction = Literal["holm", "bonferroni"]
 Pairs = Literal["baseline", "all"]
-_CORRECTIONS = {"holm": holm, "bonferroni": bonferroni}
 _EXACT_SIGN_FLIP_MAX = 16  # nonzero differences up to which all 2^m sign patterns are enumerated
 _SIGN_FLIP_DRAWS = 10_000
 _PASS_RE = re.compile(r"^pass@(\d+)$")
@@ -82,6 +83,8 @@ class RunSummary:
     n_samples: int
     tokens_per_sample: float
     metrics: dict[str, dict[str, Any]]
+    judge: dict[str, int] | None = None  # error categories from `rlvr judge` (judge.json), when judged
+    judge_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class PairedTest:
 
     `diff` = value_b - value_a with bootstrap interval `ci`; `pvalue` is raw, `pvalue_adj` adjusted
     over the whole family. `budget_ratio` = larger / smaller tokens per problem of the two rows.
+    `paired_tests` fills the statistics and leaves `pvalue_adj` and the token budgets NaN.
     """
 
     a: str
@@ -102,11 +106,11 @@ class PairedTest:
     ci: tuple[float, float]
     test: str
     pvalue: float
-    pvalue_adj: float
-    tokens_a: float
-    tokens_b: float
-    budget_ratio: float
-    budget_matched: bool
+    pvalue_adj: float = math.nan
+    tokens_a: float = math.nan
+    tokens_b: float = math.nan
+    budget_ratio: float = math.nan
+    budget_matched: bool = False
     detail: dict[str, Any] = field(default_factory=dict)
 
 
@@ -192,46 +196,11 @@ def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_
     return (1 + hits) / (1 + draws)
 
 
-def _load_eval(path: Path) -> dict[str, Any]:
-    file = path / "eval.json" if path.is_dir() else path
+def _load_eval(path: Path) -> EvalResult:
     try:
-        data = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise CompareError(f"{path}: no eval.json (not an evaluation folder)") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise CompareError(f"{file}: cannot read: {e}") from None
-    if not isinstance(data, dict):
-        raise CompareError(f"{file}: not a JSON object (not an rlvr eval.json)")
-    for key in ("task", "split", "metrics", "per_problem"):
-        if key not in data:
-            raise CompareError(f"{file}: missing key {key!r} (not an rlvr eval.json)")
-    if not isinstance(data["per_problem"], list):
-        raise CompareError(f"{file}: field 'per_problem': not a list")
-    for i, row in enumerate(data["per_problem"]):
-        _check_row(file, i, row)
-    return data
-
-
-def _check_row(file: Path, i: int, row: Any) -> None:
-    """One `per_problem` row: id, n >= 1 samples, 0 <= correct <= n, tokens, optional bool greedy."""
-    where = f"{file}: field 'per_problem[{i}]"
-    if not isinstance(row, dict):
-        raise CompareError(f"{where}': not an object")
-
-    def count(key: str) -> bool:
-        return isinstance(row.get(key), int) and not isinstance(row.get(key), bool)
-
-    if not isinstance(row.get("id"), str):
-        raise CompareError(f"{where}.id': missing or not a string")
-    if not count("n") or row["n"] < 1:
-        raise CompareError(f"{where}.n': expected a sample count >= 1, got {row.get('n')!r}")
-    if not count("correct") or not 0 <= row["correct"] <= row["n"]:
-        raise CompareError(f"{where}.correct': expected a count of correct samples in 0..{row['n']}, "
-                           f"got {row.get('correct')!r}")  # fmt: skip
-    if not isinstance(row.get("tokens"), int | float) or isinstance(row.get("tokens"), bool):
-        raise CompareError(f"{where}.tokens': missing or not a number")
-    if "greedy" in row and not isinstance(row["greedy"], bool):
-        raise CompareError(f"{where}.greedy': expected true or false, got {row['greedy']!r}")
+        return read_eval(path)
+    except RunFileError as e:
+        raise CompareError(str(e)) from None
 
 
 def _names(paths: list[Path]) -> list[str]:
@@ -243,12 +212,17 @@ def _names(paths: list[Path]) -> list[str]:
     return [f"{i}:{p}" for i, p in enumerate(paths)]
 
 
-def _summary(name: str, path: Path, e: dict[str, Any]) -> RunSummary:
+def _summary(name: str, path: Path, e: EvalResult) -> RunSummary:
+    try:
+        judged = read_judge(path) if path.is_dir() else None
+    except RunFileError as err:
+        raise CompareError(str(err)) from None
     return RunSummary(
-        name=name, path=str(path), model=str(e.get("model", "")), task=e["task"], preset=e.get("preset"),
-        split=e["split"], data_hash=e.get("data_hash"), n_problems=int(e.get("n_problems", len(e["per_problem"]))),
-        n_samples=int(e.get("n_samples", 0)), tokens_per_sample=float(e.get("tokens_per_sample", 0.0)),
-        metrics=e["metrics"],
+        name=name, path=str(path), model=e.model, task=e.task, preset=e.preset, split=e.split,
+        data_hash=e.data_hash, n_problems=e.n_problems if e.n_problems is not None else len(e.per_problem),
+        n_samples=e.n_samples or 0, tokens_per_sample=e.tokens_per_sample or 0.0,
+        metrics={k: m.model_dump(exclude_unset=True) for k, m in e.metrics.items()},
+        judge=judged.categories if judged else None, judge_model=judged.model if judged else None,
     )  # fmt: skip
 
 
@@ -271,75 +245,112 @@ def _check_compatible(runs: list[RunSummary]) -> list[str]:
     return out
 
 
-def _shared(ea: dict[str, Any], eb: dict[str, Any], na: str, nb: str) -> tuple[list[dict], list[dict], list[str]]:
+Rows = list[ProblemResult]
+
+
+def _shared(ea: EvalResult, eb: EvalResult, na: str, nb: str) -> tuple[Rows, Rows, list[str]]:
     """Per-problem rows of a and b on their shared ids (in a's order), and warnings."""
-    pb = {r["id"]: r for r in eb["per_problem"]}
-    rows_a = [r for r in ea["per_problem"] if r["id"] in pb]
+    pb = {r.id: r for r in eb.per_problem}
+    rows_a = [r for r in ea.per_problem if r.id in pb]
     if not rows_a:
         raise CompareError(f"{na} and {nb} share no problems (problem ids do not overlap)")
-    rows_b = [pb[r["id"]] for r in rows_a]
+    rows_b = [pb[r.id] for r in rows_a]
     notes = []
-    if len(rows_a) < max(len(ea["per_problem"]), len(eb["per_problem"])):
+    if len(rows_a) < max(len(ea.per_problem), len(eb.per_problem)):
         notes.append(
             f"{na} vs {nb}: paired on {len(rows_a)} shared problems "
-            f"({len(ea['per_problem'])} and {len(eb['per_problem'])} evaluated)"
+            f"({len(ea.per_problem)} and {len(eb.per_problem)} evaluated)"
         )
     return rows_a, rows_b, notes
 
 
-def _pass_ks(metrics: dict[str, Any]) -> list[int]:
+def _pass_ks(metrics: Mapping[str, object]) -> list[int]:
     return sorted(int(m.group(1)) for name in metrics if (m := _PASS_RE.match(name)))
 
 
-def _per_problem_pass(rows: list[dict], k: int) -> npt.NDArray[np.float64]:
+def _per_problem_pass(rows: Rows, k: int) -> npt.NDArray[np.float64]:
     """Unbiased pass@k of each problem, shape (P,)."""
-    n = np.array([r["n"] for r in rows], dtype=np.int64)
-    c = np.array([r["correct"] for r in rows], dtype=np.int64)
+    n = np.array([r.n for r in rows], dtype=np.int64)
+    c = np.array([r.correct for r in rows], dtype=np.int64)
     return pass_at_k_array(n, c, k)
 
 
-def _mean_tokens(rows: list[dict]) -> float:
-    return float(np.mean([r["tokens"] for r in rows]))
+def _mean_tokens(rows: Rows) -> float:
+    return float(np.mean([r.tokens for r in rows]))
 
 
-def _headline_tests(
-    names: tuple[str, str], e: tuple[dict, dict], rows: tuple[list[dict], list[dict]], tol: float, seed: int, nres: int
+def paired_tests(
+    pass1: tuple[npt.ArrayLike, npt.ArrayLike],
+    greedy: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    seed: int = 0,
+    n_resamples: int = 2000,
 ) -> list[PairedTest]:
-    """Sampled pass@1 (sign-flip test) and greedy (McNemar) for one pair; p-values not yet adjusted."""
-    (na, nb), (ea, eb), (ra, rb) = names, e, rows
-    pa, pb = _per_problem_pass(ra, 1), _per_problem_pass(rb, 1)
-    diff, low, high = paired_diff_ci(pa, pb, n_resamples=nres, seed=seed)
-    ta, tb = _mean_tokens(ra), _mean_tokens(rb)
-    ratio = budget_ratio(ta, tb)
-    make = functools.partial(PairedTest, a=na, b=nb, n_problems=len(ra), pvalue_adj=math.nan)
+    """Paired tests of arm `b` against arm `a` on the same P problems, arrays of shape (P,) in one order.
+
+    - `pass@1`: per-problem sampled pass@1 p_i = c_i / n_i; diff = mean(p_b - p_a) with the paired
+      bootstrap CI (`paired_diff_ci`), p from the two-sided sign-flip permutation test;
+    - `greedy` (when given): per-problem greedy correctness g_i in {0, 1}; diff = mean(g_b - g_a)
+      with its bootstrap CI, p from McNemar's test, `detail` = {b01, b10}.
+
+    Both use `seed` and `n_resamples`. p-values are raw (`pvalue_adj` NaN): the caller chooses the
+    family and adjusts it with `stats.adjust_pvalues`. Token budgets are left NaN for the caller.
+
+    >>> p1, g = paired_tests(([0, 0, 0.5, 1], [1, 0.5, 0.5, 1]), ([0, 0, 0, 1], [1, 1, 1, 1]))
+    >>> p1.diff, p1.pvalue  # d = [1, .5, 0, 0]: 2 of the 4 sign patterns of (1, .5) reach |S| = 1.5
+    (0.375, 0.5)
+    >>> g.diff, g.pvalue, g.detail  # b01 = 3, b10 = 0: exact McNemar p = 2 / 2^3
+    (0.75, 0.25, {'b01': 3, 'b10': 0})
+    """
+    na, nb = names
+    pa, pb = np.asarray(pass1[0], dtype=np.float64), np.asarray(pass1[1], dtype=np.float64)  # (P,)
+    diff, low, high = paired_diff_ci(pa, pb, n_resamples=n_resamples, seed=seed)
+    make = functools.partial(PairedTest, a=na, b=nb, n_problems=len(pa))
     out = [
-        make(
-            metric="pass@1", value_a=float(pa.mean()), value_b=float(pb.mean()), diff=diff, ci=(low, high),
-            test="sign-flip permutation", pvalue=sign_flip_pvalue(pb - pa, seed=seed), tokens_a=ta, tokens_b=tb,
-            budget_ratio=ratio, budget_matched=ratio <= 1 + tol,
-        )
+        make(metric="pass@1", value_a=float(pa.mean()), value_b=float(pb.mean()), diff=diff, ci=(low, high),
+             test="sign-flip permutation", pvalue=sign_flip_pvalue(pb - pa, seed=seed))
     ]  # fmt: skip
-    if all("greedy" in r for r in (*ra, *rb)):
-        ga = np.array([r["greedy"] for r in ra], dtype=bool)
-        gb = np.array([r["greedy"] for r in rb], dtype=bool)
-        diff, low, high = paired_diff_ci(ga.astype(float), gb.astype(float), n_resamples=nres, seed=seed)
+    if greedy is not None:
+        ga, gb = np.asarray(greedy[0], dtype=bool), np.asarray(greedy[1], dtype=bool)  # (P,)
+        diff, low, high = paired_diff_ci(ga.astype(float), gb.astype(float), n_resamples=n_resamples, seed=seed)
         m = mcnemar(ga.tolist(), gb.tolist())
-        gta = float(ea["metrics"].get("greedy", {}).get("tokens_per_problem", math.nan))
-        gtb = float(eb["metrics"].get("greedy", {}).get("tokens_per_problem", math.nan))
-        g_ratio = budget_ratio(gta, gtb) if not (math.isnan(gta) or math.isnan(gtb)) else math.nan
         out.append(
-            make(
-                metric="greedy", value_a=float(ga.mean()), value_b=float(gb.mean()), diff=diff,
-                ci=(low, high), test="McNemar" + (" exact" if m.exact else " chi2"), pvalue=m.pvalue, tokens_a=gta,
-                tokens_b=gtb, budget_ratio=g_ratio, budget_matched=bool(g_ratio <= 1 + tol),
-                detail={"b01": m.b01, "b10": m.b10},
-            )
+            make(metric="greedy", value_a=float(ga.mean()), value_b=float(gb.mean()), diff=diff, ci=(low, high),
+                 test="McNemar" + (" exact" if m.exact else " chi2"), pvalue=m.pvalue,
+                 detail={"b01": m.b01, "b10": m.b10})
         )  # fmt: skip
     return out
 
 
+def _greedy_tokens(e: EvalResult) -> float:
+    m = e.metrics.get("greedy")
+    return math.nan if m is None or m.tokens_per_problem is None else float(m.tokens_per_problem)
+
+
+def _headline_tests(
+    names: tuple[str, str], e: tuple[EvalResult, EvalResult], rows: tuple[Rows, Rows], tol: float, seed: int, nres: int
+) -> list[PairedTest]:
+    """`paired_tests` of one pair's sampled pass@1 and greedy, with their token budgets; p-values not yet adjusted."""
+    (ea, eb), (ra, rb) = e, rows
+    greedy = None
+    if all(r.greedy is not None for r in (*ra, *rb)):
+        greedy = ([bool(r.greedy) for r in ra], [bool(r.greedy) for r in rb])
+    pass1 = (_per_problem_pass(ra, 1), _per_problem_pass(rb, 1))
+    tokens = {
+        "pass@1": (_mean_tokens(ra), _mean_tokens(rb)),
+        "greedy": tuple(_greedy_tokens(x) for x in (ea, eb)),
+    }
+    out = []
+    for t in paired_tests(pass1, greedy, names=names, seed=seed, n_resamples=nres):
+        ta, tb = tokens[t.metric]
+        ratio = math.nan if math.isnan(ta) or math.isnan(tb) else budget_ratio(ta, tb)
+        out.append(replace(t, tokens_a=ta, tokens_b=tb, budget_ratio=ratio, budget_matched=bool(ratio <= 1 + tol)))
+    return out
+
+
 def _budget_matches(
-    names: tuple[str, str], e: tuple[dict, dict], rows: tuple[list[dict], list[dict]], tol: float, seed: int, nres: int
+    names: tuple[str, str], e: tuple[EvalResult, EvalResult], rows: tuple[Rows, Rows], tol: float, seed: int, nres: int
 ) -> list[BudgetMatch]:
     """For each reported pass@k of either run, the other run's pass@k' with the closest budget.
 
@@ -349,14 +360,14 @@ def _budget_matches(
     sides is listed once; rows are ordered by A's k, then B's.
     """
     (na, nb), (ea, eb), (ra, rb) = names, e, rows
-    n_a, n_b = min(r["n"] for r in ra), min(r["n"] for r in rb)
+    n_a, n_b = min(r.n for r in ra), min(r.n for r in rb)
     ta, tb = _mean_tokens(ra), _mean_tokens(rb)
 
     def closest(k: int, t_from: float, n_to: int, t_to: float) -> int:
         return min(range(1, n_to + 1), key=lambda j: (abs(math.log(max(j * t_to, 1e-9) / max(k * t_from, 1e-9))), j))
 
-    found = {(k, closest(k, ta, n_b, tb)) for k in _pass_ks(ea["metrics"]) if k <= n_a}
-    found |= {(closest(k, tb, n_a, ta), k) for k in _pass_ks(eb["metrics"]) if k <= n_b}
+    found = {(k, closest(k, ta, n_b, tb)) for k in _pass_ks(ea.metrics) if k <= n_a}
+    found |= {(closest(k, tb, n_a, ta), k) for k in _pass_ks(eb.metrics) if k <= n_b}
     out = []
     for ka, kb in sorted(found):
         va, vb = _per_problem_pass(ra, ka), _per_problem_pass(rb, kb)
@@ -388,8 +399,8 @@ def compare_runs(
     or split, or a pair with no shared problem ids. A differing data_hash or a partial overlap is a
     warning (`warnings.warn` and `Comparison.warnings`).
     """
-    if correction not in _CORRECTIONS:
-        raise CompareError(f"correction must be one of {', '.join(_CORRECTIONS)}, got {correction!r}")
+    if correction not in ("holm", "bonferroni"):
+        raise CompareError(f"correction must be holm or bonferroni, got {correction!r}")
     if pairs not in ("baseline", "all"):
         raise CompareError(f"pairs must be 'baseline' or 'all', got {pairs!r}")
     if budget_tolerance < 0:
@@ -414,7 +425,7 @@ def compare_runs(
         nm, rows = (names[i], names[j]), (rows_a, rows_b)
         tests += _headline_tests(nm, (evals[i], evals[j]), rows, budget_tolerance, seed, ci_resamples)
         matches += _budget_matches(nm, (evals[i], evals[j]), rows, budget_tolerance, seed, ci_resamples)
-    adjusted = _CORRECTIONS[correction]([t.pvalue for t in tests])
+    adjusted = adjust_pvalues([t.pvalue for t in tests], correction)
     tests = [replace(t, pvalue_adj=p) for t, p in zip(tests, adjusted, strict=True)]
     for note in notes:
         warnings.warn(note, stacklevel=2)
@@ -428,9 +439,7 @@ def write_comparison(c: Comparison, out_dir: Path) -> Path:
     """Write `compare.json` (`Comparison.to_json()`) into `out_dir`; returns its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "compare.json"
-    path.write_text(json.dumps(c.to_json(), indent=2, allow_nan=True) + "\n")
-    return path
+    return write_json(out_dir / "compare.json", c.to_json())
 
 
 def _ci(ci: tuple[float, float] | list[float], signed: bool = True) -> str:
@@ -476,6 +485,13 @@ def comparison_tables(c: Comparison) -> list[Any]:
                 f"{m.value_b:.3f}", f"{m.diff:+.3f}", _ci(m.ci), _budget(m.matched, m.ratio),
             )  # fmt: skip
         out += [pt, bt]
+    judged = [r for r in c.runs if r.judge is not None]
+    if judged:
+        jt = table("Error categories of wrong completions (LLM judge, `rlvr judge`)",
+                   ("category", *(f"{r.name} ({r.judge_model})" for r in judged)))  # fmt: skip
+        for cat in dict.fromkeys(k for r in judged for k in r.judge or {}):
+            jt.add_row(cat, *(str((r.judge or {}).get(cat, 0)) for r in judged))
+        out.append(jt)
     return out
 
 

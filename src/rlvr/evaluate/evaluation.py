@@ -10,7 +10,6 @@ results that paired comparisons need, a per-difficulty breakdown and reasoning-f
 from __future__ import annotations
 
 import functools
-import json
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +27,7 @@ from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
-from rlvr.runlog import RunDir, check_out
+from rlvr.runs import RunDir, check_out
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval"]
@@ -136,12 +135,6 @@ def _sample_rows(
     return rows
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
 def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit: int | None, task: str) -> None:
     """An evaluation on a silently smaller set would not be the benchmark it names: refuse, with ids."""
     long = over_long(tok, prompts, limit)
@@ -218,9 +211,9 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     gen_s = time.perf_counter() - t0
     result = _result(cfg, str(path), problems, data_hash, fmt.fmt, sampler.engine, sampled, greedy, gen_s)
     run.write_json("eval.json", result)
-    _write_jsonl(run.path / "samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
+    run.write_jsonl("samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
-        _write_jsonl(run.path / "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
+        run.write_jsonl("samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
     if cfg.plots:
         write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)

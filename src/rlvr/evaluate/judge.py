@@ -34,6 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from rlvr.config import StrictModel
+from rlvr.runs import RunFileError, read_jsonl, write_json, write_jsonl
 
 __all__ = [
     "CATEGORIES",
@@ -268,7 +269,10 @@ def _read_samples(eval_dir: Path) -> list[dict[str, Any]]:
     path = eval_dir / "samples.jsonl"
     if not path.is_file():
         raise JudgeError(f"{eval_dir}: no samples.jsonl (not an evaluation folder)")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        return read_jsonl(path)
+    except RunFileError as e:
+        raise JudgeError(str(e)) from None
 
 
 def judge_samples(
@@ -308,9 +312,7 @@ def judge_samples(
                 "cached": cached,
             }
         )
-    with (eval_dir / "judge.jsonl").open("w", encoding="utf-8") as fh:
-        for r in out_rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    write_jsonl(eval_dir / "judge.jsonl", out_rows)
     counts = Counter(r["category"] for r in out_rows)
     summary = {
         "model": resolved.model,
@@ -325,6 +327,4 @@ def judge_samples(
         "n_cached": sum(r["cached"] for r in out_rows),
         "n_requests": judge.n_requests,
     }
-    path = eval_dir / "judge.json"
-    path.write_text(json.dumps(summary, indent=2) + "\n")
-    return path
+    return write_json(eval_dir / "judge.json", summary)

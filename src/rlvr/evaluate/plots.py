@@ -10,9 +10,8 @@ is deterministic: fixed size and dpi, no timestamp or software tag in the PNG me
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from rlvr.runs import EvalResult, Metric, read_eval
 
 __all__ = ["metric_series", "plot_accuracy_vs_tokens", "plot_pass_at_k", "write_compare_plots", "write_eval_plots"]
 
@@ -31,7 +32,17 @@ _PNG_METADATA = {"Software": None}  # drop matplotlib's version tag so files dep
 Series = list[tuple[int, float, float, float, float]]  # (k, value, ci_low, ci_high, tokens_per_problem)
 
 
-def metric_series(metrics: dict[str, Any], family: str) -> Series:
+def _point(k: int, m: Metric | dict[str, Any]) -> tuple[int, float, float, float, float]:
+    m = m if isinstance(m, Metric) else Metric.model_validate(m)
+    ci = m.ci or [None, None]
+    return (k, _f(m.value), _f(ci[0]), _f(ci[1]), _f(m.tokens_per_problem))
+
+
+def _f(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def metric_series(metrics: Mapping[str, Metric | dict[str, Any]], family: str) -> Series:
     """Points of one metric family (`"pass"` or `"maj"`), sorted by k.
 
     maj@1 is pass@1 (one vote), so the maj series starts from pass@1 when it is present.
@@ -48,7 +59,7 @@ def metric_series(metrics: dict[str, Any], family: str) -> Series:
             continue
         fam, k = match.group(1), int(match.group(2))
         if fam == family or (family == "maj" and name == "pass@1"):
-            out.append((k, float(m["value"]), float(m["ci"][0]), float(m["ci"][1]), float(m["tokens_per_problem"])))
+            out.append(_point(k, m))
     return sorted(out)
 
 
@@ -82,16 +93,16 @@ def _colors(n: int) -> list[str]:
     return [f"C{i % 10}" for i in range(n)]
 
 
-def plot_pass_at_k(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str | None = None) -> Path:
+def plot_pass_at_k(runs: Sequence[tuple[str, EvalResult]], path: Path, title: str | None = None) -> Path:
     """pass@k (solid) and maj@k (dashed) against k on a log2 axis, with 95% CI bars, one colour a run.
 
-    `runs` holds `(label, eval.json dict)` pairs. Greedy accuracy, when present, is a star just left
+    `runs` holds `(label, eval.json record)` pairs. Greedy accuracy, when present, is a star just left
     of k=1; runs are nudged sideways a little so their CI bars stay apart.
     """
     fig, ax = _new_figure()
     ks: set[int] = set()
     for i, ((label, e), color) in enumerate(zip(runs, _colors(len(runs)), strict=True)):
-        metrics = e["metrics"]
+        metrics = e.metrics
         dodge = 2.0 ** (0.04 * (i - (len(runs) - 1) / 2))  # side by side, so CI bars do not overlap
         for family, style in (("pass", "-o"), ("maj", "--s")):
             s = metric_series(metrics, family)
@@ -100,8 +111,7 @@ def plot_pass_at_k(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title
             ks |= {p[0] for p in s}
             _errorbar(ax, [p[0] * dodge for p in s], s, fmt=style, color=color, label=f"{label} {family}@k")
         if "greedy" in metrics:
-            g = metrics["greedy"]
-            gs: Series = [(1, g["value"], g["ci"][0], g["ci"][1], g["tokens_per_problem"])]
+            gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [0.9 * dodge], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
     ax.set_xscale("log", base=2)
     if ks:
@@ -113,7 +123,7 @@ def plot_pass_at_k(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title
     return _save(fig, path)
 
 
-def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, dict[str, Any]]], path: Path, title: str | None = None) -> Path:
+def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, title: str | None = None) -> Path:
     """Accuracy against tokens per problem (log2 axis): pass@k circles, maj@k squares, greedy stars.
 
     Tokens per problem of pass@k and maj@k = k * mean tokens per sample, so runs with long and short
@@ -121,7 +131,7 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, dict[str, Any]]], path: Pa
     """
     fig, ax = _new_figure()
     for (label, e), color in zip(runs, _colors(len(runs)), strict=True):
-        metrics = e["metrics"]
+        metrics = e.metrics
         for family, style in (("pass", "-o"), ("maj", "--s")):
             s = metric_series(metrics, family)
             if family == "maj" and len(s) < 2:
@@ -131,8 +141,7 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, dict[str, Any]]], path: Pa
             for x, p in zip(xs, s, strict=True):
                 ax.annotate(str(p[0]), (x, p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
         if "greedy" in metrics:
-            g = metrics["greedy"]
-            gs: Series = [(1, g["value"], g["ci"][0], g["ci"][1], g["tokens_per_problem"])]
+            gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [gs[0][4]], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tokens per problem")
@@ -142,21 +151,14 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, dict[str, Any]]], path: Pa
     return _save(fig, path)
 
 
-def _read(path: Path) -> dict[str, Any]:
-    file = Path(path) / "eval.json" if Path(path).is_dir() else Path(path)
-    return json.loads(file.read_text())
-
-
-def _title(e: dict[str, Any]) -> str:
-    return (
-        f"{e.get('task', '?')}/{e.get('split', '?')}: {e.get('n_problems', '?')} problems x {e.get('n_samples', '?')}"
-    )
+def _title(e: EvalResult) -> str:
+    return f"{e.task}/{e.split}: {e.n_problems or '?'} problems x {e.n_samples or '?'}"
 
 
 def write_eval_plots(eval_dir: Path) -> list[Path]:
     """Write `pass_at_k.png` and `accuracy_vs_tokens.png` into an evaluation folder."""
     eval_dir = Path(eval_dir)
-    e = _read(eval_dir)
+    e = read_eval(eval_dir)
     runs = [(eval_dir.name, e)]
     return [
         plot_pass_at_k(runs, eval_dir / "pass_at_k.png", title=f"pass@k, {_title(e)}"),
@@ -168,7 +170,7 @@ def write_compare_plots(paths: Sequence[Path], out_dir: Path, labels: Sequence[s
     """Both plots for several evaluations (one colour each) into `out_dir`; labels default to folder names."""
     paths = [Path(p) for p in paths]
     names = list(labels) if labels is not None else [p.name for p in paths]
-    runs = [(n, _read(p)) for n, p in zip(names, paths, strict=True)]
+    runs = [(n, read_eval(p)) for n, p in zip(names, paths, strict=True)]
     out_dir = Path(out_dir)
     return [
         plot_pass_at_k(runs, out_dir / "pass_at_k.png"),

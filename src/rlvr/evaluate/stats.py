@@ -21,7 +21,9 @@ import numpy.typing as npt
 from scipy import stats
 
 __all__ = [
+    "Correction",
     "McNemarResult",
+    "adjust_pvalues",
     "bonferroni",
     "bootstrap_ci",
     "cohen_kappa",
@@ -34,6 +36,8 @@ __all__ = [
 _RNG_KWARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 _BOOTSTRAP_BATCH_ELEMENTS = 4_000_000  # resampled values held at once (index matrix + data)
 _MCNEMAR_EXACT_BELOW = 25  # discordant pairs under which the exact binomial test is used
+
+Correction = Literal["holm", "bonferroni"]
 
 
 def bootstrap_ci(
@@ -214,6 +218,20 @@ def bonferroni(pvalues: Sequence[float]) -> list[float]:
     """
     p = _as_pvalues(pvalues)
     return [float(v) for v in np.minimum(p * p.size, 1.0)]
+
+
+def adjust_pvalues(pvalues: Sequence[float], correction: Correction) -> list[float]:
+    """The family's p-values adjusted for multiple comparisons by `holm` or `bonferroni`.
+
+    >>> adjust_pvalues([0.01, 0.04], "holm"), adjust_pvalues([0.01, 0.04], "bonferroni")
+    ([0.02, 0.04], [0.02, 0.08])
+    """
+    if correction not in _CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(_CORRECTIONS)}, got {correction!r}")
+    return _CORRECTIONS[correction](pvalues)
+
+
+_CORRECTIONS: dict[str, Callable[[Sequence[float]], list[float]]] = {"holm": holm, "bonferroni": bonferroni}
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:

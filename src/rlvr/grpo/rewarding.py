@@ -2,9 +2,9 @@
 
 A reward that raises, runs past its timeout, returns the wrong length, or returns NaN/inf/non-numbers
 gives `None` for the items it failed on (the whole batch when the call itself failed), and
-`reward/<name>/errors` counts it. The total reward of an item is the weighted sum of its rewards,
-`None` (NaN in the tensor) when any of them is `None`; NaN rewards are left out of the group
-statistics by `objective.group_advantages` and get advantage 0.
+`reward/<name>/errors` counts it. The total reward of an item is the weighted sum of its rewards
+(`rlvr.rewards.combine.weighted_sum`), `None` (NaN in the tensor) when any of them is `None`; NaN
+rewards are left out of the group statistics by `objective.group_advantages` and get advantage 0.
 
 Where each reward runs:
 - rlvr's own rewards (`name:`) are pure, bounded-time functions: called in the trainer's process.
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.rewards import RewardSpec, build_reward
+from rlvr.rewards.combine import weighted_sum
 from rlvr.rewards.user import RewardLoadError, UserReward, file_sha256
 
 __all__ = ["RewardRunner", "Scored", "RewardLoadError"]
@@ -156,14 +157,8 @@ class RewardRunner:
             except Exception:  # raised, timed out, or its worker died: the whole batch is unscorable
                 vals, bad = [None] * n, n
             values[name], errors[name] = vals, bad
-        total: list[float] = []
-        for i in range(n):
-            parts = [values[name][i] for name in self.names]
-            present = [p for p in parts if p is not None]
-            if len(present) < len(parts):
-                total.append(math.nan)
-            else:
-                total.append(sum(w * p for w, p in zip(self.weights, present, strict=True)))
+        summed = weighted_sum([values[name] for name in self.names], self.weights)
+        total = [math.nan if v is None else v for v in summed]
         return Scored(values, total, errors, time.perf_counter() - t0)
 
     def close(self) -> None:

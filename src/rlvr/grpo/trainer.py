@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
 import random
 import shutil
@@ -34,7 +33,7 @@ from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
-from rlvr.runlog import RunDir, check_out, check_resume, check_space, read_jsonl, write_model_card
+from rlvr.runs import RunDir, check_out, check_resume, check_space, read_jsonl, write_jsonl, write_model_card
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["GRPOTrainer"]
@@ -543,8 +542,8 @@ class GRPOTrainer:
     def _truncate_logs(self) -> None:
         """Drop what was logged after the checkpoint the run resumes from."""
         rows = [r for r in read_jsonl(self.run.path / "metrics.jsonl") if r.get("step", 0) <= self.step]
-        (self.run.path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        write_jsonl(self.run.path / "metrics.jsonl", rows)
         samples = self.run.path / "samples" / "train.jsonl"
         if samples.exists():
             kept = [r for r in read_jsonl(samples) if r["step"] <= self.step]
-            samples.write_text("".join(json.dumps(r) + "\n" for r in kept))
+            write_jsonl(samples, kept)

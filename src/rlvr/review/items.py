@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rlvr import runs
+
 __all__ = [
     "EXPORT_META",
     "SLICE_FILE",
@@ -93,19 +95,9 @@ _SAMPLE_FIELDS: dict[str, tuple[Callable[[Any], bool], str, Any]] = {
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """`(line_number, object)` for each non-blank line; a line that is not a JSON object is an error."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise ReviewError(f"{path}: cannot read ({e.strerror or e})") from None
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ReviewError(f"{path}:{no}: not valid JSON ({e.msg})") from None
-        if not isinstance(obj, dict):
-            raise ReviewError(f"{path}:{no}: expected a JSON object, got {type(obj).__name__}")
-        yield no, obj
+        yield from runs.iter_jsonl(path)
+    except runs.RunFileError as e:
+        raise ReviewError(str(e)) from None
 
 
 def _check_sample(path: Path, no: int, row: dict[str, Any]) -> dict[str, Any]:
@@ -132,11 +124,9 @@ def load_eval(eval_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     meta_path = eval_dir / "eval.json"
     if meta_path.exists():
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ReviewError(f"{meta_path}: not valid JSON ({e})") from None
-        if not isinstance(meta, dict):
-            raise ReviewError(f"{meta_path}: expected a JSON object")
+            meta = runs.read_json(meta_path)
+        except runs.RunFileError as e:
+            raise ReviewError(str(e)) from None
     path = eval_dir / "samples.jsonl"
     if not path.exists():
         raise ReviewError(f"{path}: not found (is {eval_dir} an evaluation folder?)")

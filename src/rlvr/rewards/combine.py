@@ -20,7 +20,7 @@ from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, mak
 from rlvr.rewards.outcome import outcome
 from rlvr.rewards.process import make_hybrid, make_process
 
-__all__ = ["RewardSpec", "REGISTRY", "build_reward", "combine", "RewardFn"]
+__all__ = ["RewardSpec", "REGISTRY", "build_reward", "combine", "weighted_sum", "RewardFn"]
 
 RewardFn = Callable[..., list[float | None]]
 
@@ -115,9 +115,30 @@ def build_reward(spec: RewardSpec) -> RewardFn:
     return REGISTRY[spec.name](dict(spec.params))
 
 
+def weighted_sum(columns: Sequence[Sequence[float | None]], weights: Sequence[float]) -> list[float | None]:
+    """Per item i, `sum_j w_j * v_ji` of J parts' value columns (J lists of N items, in one order).
+
+    An item is unscorable (`None`) when any part's value for it is None or not finite, so a missing
+    term never turns into a silent 0. The one combiner: `combine`, the trainer's `RewardRunner` and
+    reward search's `EnsembleReward` all sum through it.
+
+    >>> weighted_sum([[1.0, 0.0, None, 1.0], [0.5, 1.0, 1.0, float("nan")]], [1.0, 0.25])
+    [1.125, 0.25, None, None]
+    """
+    if len(columns) != len(weights):
+        raise ValueError(f"{len(columns)} value columns but {len(weights)} weights")
+    out: list[float | None] = []
+    for values in zip(*columns, strict=True):
+        if any(v is None or not math.isfinite(v) for v in values):
+            out.append(None)
+        else:
+            out.append(sum(w * v for v, w in zip(values, weights, strict=True)))  # type: ignore[operator]
+    return out
+
+
 def combine(parts: Sequence[tuple[RewardFn, float]]) -> RewardFn:
-    """Weighted sum `sum_j w_j * f_j`. An item is unscorable (`None`) when any part is, so a
-    missing term never turns into a silent 0.
+    """Weighted sum `sum_j w_j * f_j` (`weighted_sum`). An item is unscorable (`None`) when any
+    part is, so a missing term never turns into a silent 0.
 
     >>> from rlvr.rewards import outcome, format_gsm8k
     >>> f = combine([(outcome, 1.0), (format_gsm8k, 0.1)])
@@ -126,13 +147,6 @@ def combine(parts: Sequence[tuple[RewardFn, float]]) -> RewardFn:
     """
 
     def combined(completions: list[Any], **kwargs: Any) -> list[float | None]:
-        columns = [f(completions, **kwargs) for f, _ in parts]
-        out: list[float | None] = []
-        for values in zip(*columns, strict=True):
-            if any(v is None or not math.isfinite(v) for v in values):
-                out.append(None)
-            else:
-                out.append(sum(w * v for v, (_, w) in zip(values, parts, strict=True)))  # type: ignore[operator]
-        return out
+        return weighted_sum([f(completions, **kwargs) for f, _ in parts], [w for _, w in parts])
 
     return combined

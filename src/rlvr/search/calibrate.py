@@ -9,11 +9,11 @@ and with seed-vs-seed tau near 0 even full screens cannot separate these candida
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rlvr.config import load_config
+from rlvr.runs import read_json, write_json
 from rlvr.search.config import SearchConfig
 from rlvr.search.run import Log, Search
 
@@ -79,13 +79,13 @@ def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: floa
     tau_2, p_2 = kendall([r["full_f1"] for r in ok_2], [r["full_f1_seed2"] for r in ok_2])
     result = {"short_steps": short, "full_steps": full, "n": len(rows), "tau_short_full": tau_s, "p_short_full": p_s,
               "tau_seeds": tau_2, "p_seeds": p_2, "rows": rows}  # fmt: skip
-    (out / "calibration.json").write_text(json.dumps(result, indent=2))
+    write_json(out / "calibration.json", result)
     results_path = out / "results.json"
     if results_path.exists():
         from rlvr.search.report import write_report
 
-        results = json.loads(results_path.read_text())
+        results = read_json(results_path)
         results["calibration"] = result
-        results_path.write_text(json.dumps(results, indent=2))
+        write_json(results_path, results)
         write_report(results, out / "search_report.html")
     return result

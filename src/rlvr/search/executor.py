@@ -1,5 +1,7 @@
-"""Where screening runs: in this process, in a local pool of worker processes (one job per
-process, so a crash or leak in one run cannot touch the next), or as Ray tasks on a cluster.
+"""Where screening runs (and a study's runs) go: in this process, in a local pool of worker
+processes (one job per process, so a crash or leak in one run cannot touch the next), or as Ray tasks
+on a cluster. A job is any picklable object with a `key`; `fn(job) -> dict` runs it and never raises
+(the search's `run_screen` by default, `rlvr.study.run.run_study_job` for a study).
 
 `run_jobs(jobs, on_result, ...)` calls `on_result(job, result)` in this process as each job
 finishes, in completion order, so the caller can commit it to the store at once. A job whose worker
@@ -20,11 +22,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from rlvr.search.screen import ScreenJob, run_screen
+from rlvr.search.screen import run_screen
 
 __all__ = ["run_jobs", "ray_init", "MAX_ATTEMPTS"]
 
-OnResult = Callable[[ScreenJob, dict[str, Any]], None]
+Job = Any  # picklable, with a `key: str`
+OnResult = Callable[[Job, dict[str, Any]], None]
+RunFn = Callable[[Job], dict[str, Any]]
 MAX_ATTEMPTS = 2  # tries of a job whose worker process died
 
 
@@ -47,21 +51,21 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **kw)  # pragma: no cover - 3.10
 
 
-def _died(job: ScreenJob, why: str) -> dict[str, Any]:
+def _died(job: Job, why: str) -> dict[str, Any]:
     return {"key": job.key, "status": "failed", "retryable": True, "error": why}
 
 
-def _local(jobs: Sequence[ScreenJob], on_result: OnResult, workers: int) -> None:
+def _local(jobs: Sequence[Job], on_result: OnResult, workers: int, fn: RunFn) -> None:
     if workers == 0:
         for job in jobs:
-            on_result(job, run_screen(job))
+            on_result(job, fn(job))
         return
     attempts = dict.fromkeys((j.key for j in jobs), 0)
     queue = list(jobs)
     while queue:
-        retry: list[ScreenJob] = []
+        retry: list[Job] = []
         with _pool(workers) as pool:
-            pending = {pool.submit(run_screen, job): job for job in queue}
+            pending = {pool.submit(fn, job): job for job in queue}
             for job in queue:
                 attempts[job.key] += 1
             while pending:
@@ -95,9 +99,9 @@ def ray_init(address: str) -> Any:
     return ray
 
 
-def _ray(jobs: Sequence[ScreenJob], on_result: OnResult, address: str, cpus_per_job: int) -> None:
+def _ray(jobs: Sequence[Job], on_result: OnResult, address: str, cpus_per_job: int, fn: RunFn) -> None:
     ray = ray_init(address)
-    remote = ray.remote(num_cpus=cpus_per_job, max_retries=MAX_ATTEMPTS - 1)(run_screen)
+    remote = ray.remote(num_cpus=cpus_per_job, max_retries=MAX_ATTEMPTS - 1)(fn)
     pending = {remote.remote(job): job for job in jobs}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
@@ -111,12 +115,13 @@ def _ray(jobs: Sequence[ScreenJob], on_result: OnResult, address: str, cpus_per_
 
 
 def run_jobs(
-    jobs: Sequence[ScreenJob], on_result: OnResult, *, workers: int = 1, ray: str | None = None, cpus_per_job: int = 1
-) -> None:
-    """Run every job and report each result as it arrives (see the module docstring)."""
+    jobs: Sequence[Job], on_result: OnResult, *, workers: int = 1, ray: str | None = None, cpus_per_job: int = 1,
+    fn: RunFn = run_screen,
+) -> None:  # fmt: skip
+    """Run every job with `fn` and report each result as it arrives (see the module docstring)."""
     if not jobs:
         return
     if ray:
-        _ray(jobs, on_result, ray, cpus_per_job)
+        _ray(jobs, on_result, ray, cpus_per_job, fn)
     else:
-        _local(jobs, on_result, workers)
+        _local(jobs, on_result, workers, fn)

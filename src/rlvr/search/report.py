@@ -35,7 +35,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
-from rlvr.audit.report import clean  # noqa: E402
+from rlvr.runs import clean  # noqa: E402
 
 __all__ = ["render_html", "write_report"]
 

@@ -17,7 +17,6 @@ The private holdout is never read. Everything is in OUT/search.db; `--resume` sk
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -25,8 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlvr.audit.report import clean
-from rlvr.runlog import RunDir
+from rlvr.runs import RunDir, write_json
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
 from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
@@ -246,8 +244,10 @@ class Search:
         return out
 
     def final(self, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """Test-split scores of each configuration's model and McNemar tests against the control."""
-        from rlvr.evaluate.stats import bonferroni, holm, mcnemar, paired_diff_ci
+        """Test-split scores of each configuration's model and McNemar tests against the control
+        (`evaluate.compare.paired_tests`), the McNemar p-values adjusted as one family."""
+        from rlvr.evaluate.compare import paired_tests
+        from rlvr.evaluate.stats import adjust_pvalues
         from rlvr.search.screen import evaluate_model
 
         c = self.cfg
@@ -267,15 +267,15 @@ class Search:
             for name, s in scores.items():
                 if name == "control":
                     continue
-                a, b = ctrl["per_problem"]["greedy"], s["per_problem"]["greedy"]
-                m = mcnemar([bool(x) for x in a], [bool(x) for x in b])
                 n = s["n_samples"]
-                diff = paired_diff_ci([x / n for x in ctrl["per_problem"]["correct"]],
-                                      [x / n for x in s["per_problem"]["correct"]], seed=c.seed)  # fmt: skip
-                tests.append({"a": "control", "b": name, "b01": m.b01, "b10": m.b10, "pvalue": m.pvalue,
-                              "greedy_diff": s["greedy"] - ctrl["greedy"], "pass1_diff": diff[0],
-                              "pass1_diff_ci": [diff[1], diff[2]]})  # fmt: skip
-            adj = (bonferroni if c.correction == "bonferroni" else holm)([t["pvalue"] for t in tests])
+                p1, g = paired_tests(
+                    ([x / n for x in ctrl["per_problem"]["correct"]], [x / n for x in s["per_problem"]["correct"]]),
+                    (ctrl["per_problem"]["greedy"], s["per_problem"]["greedy"]), names=("control", name), seed=c.seed,
+                )  # fmt: skip
+                tests.append({"a": "control", "b": name, "b01": g.detail["b01"], "b10": g.detail["b10"],
+                              "pvalue": g.pvalue, "greedy_diff": s["greedy"] - ctrl["greedy"], "pass1_diff": p1.diff,
+                              "pass1_diff_ci": list(p1.ci)})  # fmt: skip
+            adj = adjust_pvalues([t["pvalue"] for t in tests], c.correction)
             for t, p in zip(tests, adj, strict=True):
                 t["p_adjusted"], t["significant"] = p, p < 0.05
         for s in scores.values():
@@ -333,7 +333,7 @@ class Search:
         finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.get("status") == "done"})
         final = self.final(finals)
         results = self.results(control, board, ens, ens_out, seeds_out, final, time.time() - t0)
-        (self.out / "results.json").write_text(json.dumps(clean(results), indent=2))
+        write_json(self.out / "results.json", results)
         from rlvr.search.report import write_report
 
         write_report(results, self.out / "search_report.html")

@@ -11,7 +11,8 @@ verifier found a final answer):
     F1        = 2 precision recall / (precision + recall)
 
 F1 rewards a policy that answers when it can and is right when it answers; with every completion
-answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap over problems.
+answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap over problems
+(`rlvr.evaluate.stats.bootstrap_ci`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rlvr.config import SamplingConfig
+from rlvr.rewards.combine import weighted_sum
 
 __all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
 
@@ -61,17 +63,16 @@ class ScreenJob:
 
 
 class EnsembleReward:
-    """`weight * mean` of member rewards per item; None where any member gave None."""
+    """`weight * mean` of member rewards per item: their `weighted_sum` with equal weights, times
+    weight / k for k members; None where any member gave None (or a non-finite value)."""
 
     def __init__(self, members: list[Any], weight: float = 1.0, name: str = "candidate") -> None:
         self.members, self.weight, self.__name__ = members, weight, name
 
     def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
-        cols = [m(completions, **kwargs) for m in self.members]
-        out: list[float | None] = []
-        for vals in zip(*cols, strict=True):
-            out.append(None if any(v is None for v in vals) else self.weight * sum(vals) / len(vals))
-        return out
+        k = len(self.members)
+        summed = weighted_sum([m(completions, **kwargs) for m in self.members], [1.0] * k)
+        return [None if v is None else self.weight * v / k for v in summed]
 
     def close(self) -> None:
         for m in self.members:
@@ -90,29 +91,22 @@ def f1_score(correct: float, answered: float, total: float) -> float:
     return 2 * p * r / (p + r)
 
 
-def _ci(stat, n_items: int, seed: int, n_resamples: int = 1000) -> tuple[float, float]:
-    """Percentile bootstrap interval of `stat(idx)` over problems resampled with replacement."""
-    if n_items < 2:
-        v = stat(np.arange(n_items))
-        return v, v
-    rng = np.random.default_rng(seed)
-    vals = np.array([stat(rng.integers(0, n_items, n_items)) for _ in range(n_resamples)])
-    lo, hi = np.percentile(vals, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def dev_scores(correct: np.ndarray, answered: np.ndarray, seed: int = 0) -> dict[str, Any]:
-    """Accuracy and F1 with 95% bootstrap CIs from (P, n) boolean arrays."""
-    c, a = correct.sum(1).astype(float), answered.sum(1).astype(float)
+    """Accuracy and F1 with 95% percentile bootstrap CIs (1000 resamples of the P problems) from
+    (P, n) boolean arrays."""
+    from rlvr.evaluate.stats import bootstrap_ci  # scipy: only when scoring
+
+    c, a = correct.sum(1).astype(float), answered.sum(1).astype(float)  # (P,)
     n = correct.shape[1]
-    acc = lambda idx: float(c[idx].sum() / (len(idx) * n))  # noqa: E731
-    f1 = lambda idx: f1_score(c[idx].sum(), a[idx].sum(), len(idx) * n)  # noqa: E731
+    # statistics of problem indices (P,), so that bootstrap_ci resamples problems with replacement
+    acc = lambda idx: float(c[idx.astype(np.intp)].sum() / (len(idx) * n))  # noqa: E731
+    f1 = lambda idx: f1_score(c[idx.astype(np.intp)].sum(), a[idx.astype(np.intp)].sum(), len(idx) * n)  # noqa: E731
     idx = np.arange(len(c))
     return {
         "accuracy": acc(idx),
-        "accuracy_ci": _ci(acc, len(c), seed),
+        "accuracy_ci": bootstrap_ci(idx, acc, n_resamples=1000, seed=seed),
         "f1": f1(idx),
-        "f1_ci": _ci(f1, len(c), seed + 1),
+        "f1_ci": bootstrap_ci(idx, f1, n_resamples=1000, seed=seed + 1),
         "answered": float(a.sum() / (len(c) * n)),
         "n_problems": len(c),
         "n_samples": n,
@@ -216,7 +210,7 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
     """Train, evaluate on `job.eval_split`, and return a JSON-able result; never raises."""
     from rlvr.audit.drift import reward_flags
     from rlvr.grpo.trainer import GRPOTrainer
-    from rlvr.runlog import read_jsonl
+    from rlvr.runs import read_jsonl
 
     t0 = time.time()
     result: dict[str, Any] = {"key": job.key, "kind": job.kind, "members": job.names, "steps": job.steps,

@@ -4,7 +4,6 @@ against people's labels)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.drift import drift_alarms, reward_flags, structure_stats
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
+from rlvr.runs import RunFileError, read_json
 
 __all__ = ["check_drift", "check_human"]
 
@@ -85,10 +85,9 @@ def check_drift(ctx: AuditContext) -> CheckResult:
 # ------------------------------------------------------------------ 7. human judgment
 def _read_stats(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        return {"error": f"{path}: unreadable: {e}"}
-    return data if isinstance(data, dict) else {"error": f"{path}: not a JSON object"}
+        return read_json(path)
+    except RunFileError as e:
+        return {"error": f"unreadable: {e}"}
 
 
 def _human_status(s: dict[str, Any]) -> tuple[Status, list[str]]:

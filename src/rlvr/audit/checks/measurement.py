@@ -33,15 +33,16 @@ def _metric_order(name: str) -> tuple[int, int, str]:
 
 
 def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[Status, dict[str, Any], list[str]]:
-    names = sorted(set(base.result["metrics"]) & set(trained.result["metrics"]), key=_metric_order)
-    rows, problems = [], []
+    names = sorted(set(base.result.metrics) & set(trained.result.metrics), key=_metric_order)
+    rows: list[list[Any]] = []
+    problems: list[str] = []
     for n in names:
         b, t = base.metric(n), trained.metric(n)
         if b is None or t is None:
             continue
-        bt, tt = b.get("tokens_per_problem"), t.get("tokens_per_problem")
-        rows.append([n, b["value"], bt, t["value"], tt, tt / bt if finite(bt) and finite(tt) and bt > 0 else None])
-    multi = [r[0] for r in rows if (m := _MULTI.match(r[0])) and int(m.group(2)) > 1]
+        bt, tt = b.tokens_per_problem, t.tokens_per_problem
+        rows.append([n, b.value, bt, t.value, tt, tt / bt if finite(bt) and finite(tt) and bt > 0 else None])
+    multi = [str(r[0]) for r in rows if (m := _MULTI.match(str(r[0]))) and int(m.group(2)) > 1]
     p1 = next((r for r in rows if r[0] == "pass@1"), None)
     status: Status = "pass"
     if p1 is None or not multi:
@@ -51,9 +52,9 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
         status = "fail"
         problems.append("a metric states no tokens_per_problem")
     diffs = [
-        f"{k}: {base.result.get(k)} vs {trained.result.get(k)}"
+        f"{k}: {base.result.setting(k)} vs {trained.result.setting(k)}"
         for k in ("n_samples", "max_new_tokens", "temperature", "top_p", "top_k", "prompt_format")
-        if base.result.get(k) != trained.result.get(k)
+        if base.result.setting(k) != trained.result.setting(k)
     ]
     ratio = p1[5] if p1 else None
     trunc = {who: _truncated(e) for who, e in (("base", base), ("trained", trained))}
@@ -74,7 +75,7 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
 
 def _truncated(e: EvalRun) -> float:
     """The larger share of sampled or greedy completions cut at max_new_tokens (0 when not recorded)."""
-    vals = [e.result.get(k) for k in ("truncated_frac", "greedy_truncated_frac")]
+    vals = [e.result.truncated_frac, e.result.greedy_truncated_frac]
     return max([float(v) for v in vals if finite(v)], default=0.0)
 
 

@@ -1,4 +1,4 @@
-"""Run folders: every command writes one (DESIGN.md, "Runs").
+"""Run folders being written: every command writes one (DESIGN.md, "Runs").
 
     config.yaml     the resolved config (what `--config` reads back to reproduce the run)
     manifest.json   command, seeds, data hashes, package versions, git commit, host facts
@@ -6,13 +6,12 @@
     samples/        completions with rewards and verdicts
     checkpoints/    model, tokenizer and trainer state
 
-The audit and the report read only these files.
+The audit and the report read only these files, through `rlvr.runs`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import shutil
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlvr.config import dump_config
+from rlvr.runs.io import RunFileError, append_jsonl, read_json, write_json, write_jsonl
 from rlvr.trackers import Trackers, open_trackers
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "write_model_card",
     "package_versions",
     "git_commit",
-    "read_jsonl",
 ]
 
 _PACKAGES = ("rlvr", "torch", "transformers", "tokenizers", "numpy", "scipy", "pydantic", "peft", "trl")
@@ -74,30 +73,6 @@ def git_commit() -> str | None:
         return None
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null (strict JSON readers reject them)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """All objects of a JSONL file; a bad line raises ValueError naming file and line."""
-    rows = []
-    with Path(path).open() as fh:
-        for i, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{i}: invalid JSON: {e.msg}") from None
-    return rows
-
-
 class RunFolderError(ValueError):
     """`--out` cannot take a new run: it holds one already, or it cannot be written."""
 
@@ -109,8 +84,8 @@ def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False
     manifest = p / "manifest.json"
     if not resume and not overwrite and manifest.is_file():
         try:
-            finished = bool(json.loads(manifest.read_text()).get("finished"))
-        except (OSError, ValueError):
+            finished = bool(read_json(manifest).get("finished"))
+        except RunFileError:
             finished = False
         what = (
             "a finished run" if finished else "an unfinished run" + (" (resume it with --resume)" if resumable else "")
@@ -150,8 +125,8 @@ def relocated_model(run: str | Path, model: str) -> str | None:
     if Path(model).expanduser().exists():
         return None
     try:
-        paths = json.loads((Path(run) / "manifest.json").read_text()).get("paths", {}).get("model", {})
-    except (OSError, ValueError, AttributeError):
+        paths = read_json(Path(run) / "manifest.json").get("paths", {}).get("model", {})
+    except (RunFileError, AttributeError):
         return None
     candidates = [Path(run) / paths["from_run"]] if "from_run" in paths else []
     candidates += [Path(paths["absolute"])] if "absolute" in paths else []
@@ -172,8 +147,8 @@ def check_resume(path: str | Path, config: BaseModel) -> None:
     from the config recorded in its manifest (`out` may differ: a moved folder)."""
     manifest = Path(path) / "manifest.json"
     try:
-        recorded = json.loads(manifest.read_text()).get("config")
-    except (OSError, ValueError) as e:
+        recorded = read_json(manifest).get("config")
+    except RunFileError as e:
         raise RunFolderError(f"{manifest}: cannot read the run's manifest ({e})") from None
     if recorded is None:
         return  # a run from before configs were recorded
@@ -222,7 +197,7 @@ class RunDir:
         if (paths := _model_paths(self.path, getattr(config, "model", None))) is not None:
             self.manifest["paths"] = {"model": paths}
         if resume and (self.path / "manifest.json").exists():
-            old = json.loads((self.path / "manifest.json").read_text())
+            old = read_json(self.path / "manifest.json")
             self.manifest["seeds"] = old.get("seeds", {})
             self.manifest["data"] = old.get("data", {})
             self.manifest["config"] = old.get("config", self.manifest["config"])
@@ -239,16 +214,13 @@ class RunDir:
         self.manifest.update(updates)
         if not self.writes:
             return
-        tmp = self.path / "manifest.json.tmp"
-        tmp.write_text(json.dumps(_clean(self.manifest), indent=2))
-        tmp.replace(self.path / "manifest.json")
+        write_json(self.path / "manifest.json", self.manifest)
 
     def log(self, metrics: dict[str, Any]) -> None:
         """Append one step's metrics to metrics.jsonl (flushed, so a crash loses nothing logged)."""
         if not self.writes:
             return
-        with (self.path / "metrics.jsonl").open("a") as fh:
-            fh.write(json.dumps(_clean(metrics)) + "\n")
+        append_jsonl(self.path / "metrics.jsonl", [metrics])
         if self.trackers is not None:
             self.trackers.log(metrics)
 
@@ -260,24 +232,21 @@ class RunDir:
 
     def write_samples(self, name: str, rows: list[dict[str, Any]]) -> Path:
         """Write completions (one JSON object per line) to samples/<name>.jsonl."""
-        path = self.path / "samples" / f"{name}.jsonl"
-        with path.open("w") as fh:
-            for row in rows:
-                fh.write(json.dumps(_clean(row), ensure_ascii=False) + "\n")
-        return path
+        return write_jsonl(self.path / "samples" / f"{name}.jsonl", rows)
 
     def append_samples(self, name: str, rows: list[dict[str, Any]]) -> None:
         """Append completions to samples/<name>.jsonl (one JSON object per line)."""
         if not self.writes:
             return
-        with (self.path / "samples" / f"{name}.jsonl").open("a") as fh:
-            for row in rows:
-                fh.write(json.dumps(_clean(row), ensure_ascii=False) + "\n")
+        append_jsonl(self.path / "samples" / f"{name}.jsonl", rows)
 
-    def write_json(self, name: str, obj: Any) -> Path:
-        path = self.path / name
-        path.write_text(json.dumps(_clean(obj), indent=2))
-        return path
+    def write_json(self, name: str, obj: dict[str, Any]) -> Path:
+        """Write a JSON record (e.g. eval.json) into the folder atomically, with its schema version."""
+        return write_json(self.path / name, obj)
+
+    def write_jsonl(self, name: str, rows: list[dict[str, Any]]) -> Path:
+        """Write rows (e.g. an evaluation's samples.jsonl) into the folder atomically."""
+        return write_jsonl(self.path / name, rows)
 
 
 def write_model_card(run_dir: str | Path, readiness: dict[str, Any] | None = None) -> Path | None:
@@ -288,8 +257,8 @@ def write_model_card(run_dir: str | Path, readiness: dict[str, Any] | None = Non
     if not (run / "model" / "config.json").is_file():
         return None
     try:
-        m = json.loads((run / "manifest.json").read_text())
-    except (OSError, ValueError):
+        m = read_json(run / "manifest.json")
+    except RunFileError:
         return None  # not a run folder rlvr wrote
     cfg = m.get("config", {})
     rewards = ", ".join(f"{r['name']} x{r.get('weight', 1.0):g}" for r in cfg.get("rewards", [])) or "?"

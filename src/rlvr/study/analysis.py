@@ -1,0 +1,197 @@
+"""A study's numbers: each condition's metrics pooled over seeds, and paired comparisons.
+
+Pooling over seeds: each problem's sampled pass rate is averaged over a condition's seeds (shape
+(P,)); the pooled pass@1 is its mean, with a percentile bootstrap CI over problems. Every condition
+is read on the same problems (the ids all evaluations share).
+
+Comparisons (each trained condition against the base, and against the first listed trained
+condition): by `evaluate.compare.paired_tests`, the one statistics path:
+- sampled pass@1: the difference of the seed-pooled per-problem rates, paired bootstrap CI,
+  sign-flip permutation p;
+- greedy: McNemar over the (problem, seed) pairs, each seed's run against the reference's run of the
+  same seed (or the reference's one evaluation, for the base); with one base evaluation the pairs of
+  different seeds share the base's answers, so read this p next to the per-seed p-values, which are
+  listed as the seed spread.
+p-values are adjusted by Holm over every test of the study.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlvr.evaluate.compare import paired_tests
+from rlvr.evaluate.stats import adjust_pvalues, bootstrap_ci, mcnemar
+from rlvr.runs import EvalResult, RunFileError, read_eval, read_jsonl, read_judge
+from rlvr.study.config import StudyConfig
+
+__all__ = ["analyse", "FIDELITY_KEYS"]
+
+FIDELITY_KEYS = ("trace_validity", "chain_length_deviation", "process_step_ratio", "cot_pass@1")
+
+
+def _spread(xs: list[float]) -> dict[str, float | None]:
+    return {"mean": statistics.fmean(xs) if xs else None, "sd": statistics.stdev(xs) if len(xs) > 1 else None,
+            "min": min(xs) if xs else None, "max": max(xs) if xs else None}  # fmt: skip
+
+
+class _Arm:
+    """One condition's finished evaluations, by seed, aligned on the study's shared problem ids."""
+
+    def __init__(self, name: str, kind: str, evals: dict[int, EvalResult]) -> None:
+        self.name, self.kind, self.evals = name, kind, evals
+
+    def rates(self, ids: list[str], seed: int) -> np.ndarray:
+        rows = {r.id: r for r in self.evals[seed].per_problem}
+        return np.array([rows[i].correct / rows[i].n for i in ids], dtype=float)  # (P,)
+
+    def greedy(self, ids: list[str], seed: int) -> np.ndarray | None:
+        rows = {r.id: r for r in self.evals[seed].per_problem}
+        if any(rows[i].greedy is None for i in ids):
+            return None
+        return np.array([bool(rows[i].greedy) for i in ids])  # (P,)
+
+    def pooled(self, ids: list[str]) -> np.ndarray:
+        return np.mean([self.rates(ids, s) for s in self.evals], axis=0)  # (P,)
+
+    def ref_seed(self, seed: int) -> int:
+        """The reference's run to pair with a run of `seed`: the same seed, else its first."""
+        return seed if seed in self.evals else next(iter(self.evals))
+
+
+def _fidelity(e: EvalResult) -> dict[str, float | None]:
+    overall = e.fidelity.get("overall", {}) if isinstance(e.fidelity, dict) else {}
+    return {k: (float(v) if isinstance(v := overall.get(k), int | float) else None) for k in FIDELITY_KEYS}
+
+
+def _curves(results: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+    """`train/accuracy` per step of each run (seed), for the report's learning curves."""
+    out = {}
+    for r in results:
+        if r.get("run_dir") and r["kind"] == "grpo":
+            try:
+                rows = read_jsonl(Path(r["run_dir"]) / "metrics.jsonl", missing_ok=True)
+            except RunFileError:
+                continue
+            out[f"s{r['seed']}"] = [v if isinstance(v := row.get("train/accuracy"), int | float) else None
+                                    for row in rows if "train/accuracy" in row]  # fmt: skip
+    return out
+
+
+def _condition(cfg_cond: Any, arm: _Arm | None, ids: list[str], results: list[dict[str, Any]]) -> dict[str, Any]:
+    runs = []
+    for r in sorted(results, key=lambda r: r["seed"]):
+        row = {k: r.get(k) for k in ("seed", "status", "run_dir", "eval_dir", "train_seconds", "steps_done", "error")}
+        if arm is not None and r["seed"] in arm.evals and r["status"] == "done":
+            e = arm.evals[r["seed"]]
+            g = arm.greedy(ids, r["seed"])
+            row.update({"pass@1": float(arm.rates(ids, r["seed"]).mean()),
+                        "greedy": None if g is None else float(g.mean()), "fidelity": _fidelity(e)})  # fmt: skip
+            judged = read_judge(r["eval_dir"])
+            row["judge"] = judged.categories if judged else None
+        runs.append(row)
+    out: dict[str, Any] = {"name": cfg_cond.name, "kind": cfg_cond.kind, "runs": runs}
+    done: list[dict[str, Any]] = [r for r in runs if "pass@1" in r]
+    if arm is not None and done:
+        pooled = arm.pooled(ids)
+        low, high = bootstrap_ci(pooled, seed=0)
+        greedy = [float(r["greedy"]) for r in done if r["greedy"] is not None]
+        fid = {k: _spread([float(v) for r in done if (v := r["fidelity"][k]) is not None]) for k in FIDELITY_KEYS}
+        judge: dict[str, int] = {}
+        for r in done:
+            for cat, n in (r.get("judge") or {}).items():
+                judge[cat] = judge.get(cat, 0) + n
+        out["pooled"] = {
+            "pass@1": {"value": float(pooled.mean()), "ci": [low, high], "seeds": _spread([r["pass@1"] for r in done])},
+            "greedy": _spread(greedy),
+            "fidelity": fid,
+            "judge": judge or None,
+            "n_seeds": len(done),
+        }
+    return out
+
+
+def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[dict[str, Any]]:
+    seeds = list(arm.evals)
+    pass1 = (ref.pooled(ids), arm.pooled(ids))
+    ga_ = [ref.greedy(ids, ref.ref_seed(s)) for s in seeds]
+    gb_ = [arm.greedy(ids, s) for s in seeds]
+    ga = [g for g in ga_ if g is not None]
+    gb = [g for g in gb_ if g is not None]
+    greedy: tuple[np.ndarray, np.ndarray] | None = None
+    if len(ga) == len(gb) == len(seeds):
+        greedy = (np.concatenate(ga), np.concatenate(gb))  # (S * P,)
+    tests = paired_tests(pass1, greedy, names=(ref.name, arm.name), seed=0)
+    out = []
+    for t in tests:
+        if t.metric == "pass@1":
+            per_seed = [float((arm.rates(ids, s) - ref.rates(ids, ref.ref_seed(s))).mean()) for s in seeds]
+            spread = {"diff_per_seed": per_seed}
+        else:
+            per_seed_p = [mcnemar(a.tolist(), b.tolist()).pvalue for a, b in zip(ga, gb, strict=True)]
+            spread = {"diff_per_seed": [float(b.mean() - a.mean()) for a, b in zip(ga, gb, strict=True)],
+                      "pvalue_per_seed": per_seed_p}  # fmt: skip
+        out.append({"condition": arm.name, "reference": ref.name, "metric": t.metric, "n_problems": t.n_problems,
+                    "reference_value": t.value_a, "value": t.value_b, "diff": t.diff, "ci": list(t.ci),
+                    "test": t.test, "pvalue": t.pvalue, "seeds": seeds, **spread})  # fmt: skip
+    return out
+
+
+def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """study.json's contents from the jobs' results (see the module docstring)."""
+    arms: dict[str, _Arm] = {}
+    by_cond: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cfg.conditions}
+    for r in results.values():
+        by_cond[r["condition"]].append(r)
+        if r["status"] == "done":
+            arm = arms.setdefault(r["condition"], _Arm(r["condition"], r["kind"], {}))
+            arm.evals[r["seed"]] = read_eval(r["eval_dir"])
+    id_sets = [{p.id for p in e.per_problem} for a in arms.values() for e in a.evals.values()]
+    ids = sorted(set.intersection(*id_sets)) if id_sets else []
+    notes = []
+    if id_sets and len(ids) < max(len(s) for s in id_sets):
+        notes.append(f"conditions are compared on the {len(ids)} problems every evaluation shares")
+    conditions = [_condition(c, arms.get(c.name) if ids else None, ids, by_cond[c.name]) for c in cfg.conditions]
+    base_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "base" and c.name in arms), None)
+    first = next((arms[c.name] for c in cfg.conditions if c.kind != "base" and c.name in arms), None)
+    comparisons: list[dict[str, Any]] = []
+    for ref in (base_arm, first):
+        if ref is None or not ids:
+            continue
+        for cond in cfg.conditions:
+            other = arms.get(cond.name)
+            if other is not None and other.kind != "base" and other is not ref:
+                comparisons += _compare(other, ref, ids)
+    for row, p in zip(comparisons, adjust_pvalues([row["pvalue"] for row in comparisons], "holm"), strict=True):
+        row["pvalue_adj"] = p
+    matched = [r for r in results.values() if r["kind"] == "sft-matched" and r.get("train_seconds")]
+    if matched:
+        grpo_s = [r["train_seconds"] for r in results.values() if r["kind"] == "grpo" and r.get("train_seconds")]
+        spent = statistics.median(r["train_seconds"] for r in matched)
+        notes.append(f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
+                     f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
+                     "GRPO gain has to beat")  # fmt: skip
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "base": base,
+        "split": cfg.eval_split,
+        "n_problems": len(ids),
+        "n_samples": cfg.eval_samples,
+        "seeds": cfg.seeds,
+        "conditions": conditions,
+        "comparisons": comparisons,
+        "correction": "holm",
+        "curves": {c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
+        "notes": notes,
+        "failed": sorted(k for k, r in results.items() if r["status"] != "done"),
+        "errors": {k: r.get("error") for k, r in results.items() if r["status"] != "done"},
+    }
+
+
+def fmt(x: Any, spec: str = ".3f") -> str:
+    """A number for a table, or "-" (None, NaN)."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)

@@ -1,0 +1,100 @@
+"""`rlvr study` settings: conditions x seeds from one base, evaluated on the same problems.
+
+A condition is one of three kinds:
+- `grpo`: a GRPO run from the base with the study's `train` settings, the condition's `preset`
+  (a train preset: `rlvr.grpo.config.TRAIN_PRESETS`) and its own `train` overrides (usually `rewards`);
+- `base`: the base model itself, evaluated once (it has no seed to vary);
+- `sft-matched`: supervised fine-tuning continued from the base for the median wall-clock time of the
+  study's GRPO runs: the honest baseline a GRPO gain has to beat.
+
+Every condition is evaluated on the same test problems at the same sampling budget; the dev split is
+where a user makes choices, the test split is read once at the end, and the holdout is never used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from rlvr.config import StrictModel
+
+__all__ = ["Condition", "StudyConfig", "STUDY_PRESETS", "QUICK"]
+
+
+class Condition(StrictModel):
+    """One arm of the study."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a folder name
+    kind: Literal["grpo", "base", "sft-matched"] = "grpo"
+    preset: str | None = None  # a train preset (grpo only)
+    train: dict[str, Any] = {}  # TrainConfig values for this condition (grpo only), e.g. rewards
+
+    @model_validator(mode="after")
+    def _grpo_only(self) -> Condition:
+        if self.kind != "grpo" and (self.preset or self.train):
+            raise ValueError(f"condition {self.name!r}: preset and train apply to grpo conditions only")
+        return self
+
+
+class StudyConfig(StrictModel):
+    """A grid of conditions x seeds. `base`: a model or run folder every arm starts from; without one
+    the study builds the embedded base (SFT from scratch, `sft_steps`) in `OUT/base`."""
+
+    conditions: list[Condition] = Field(min_length=1)
+    seeds: list[int] = Field([0, 1], min_length=1)
+    base: str | None = None
+    task: str = "arith"
+    preset: str = "easy"
+    sft_steps: int = Field(600, ge=1)
+    steps: int = Field(200, ge=1)  # GRPO steps per run
+    train: dict[str, Any] = {}  # TrainConfig values shared by every grpo condition
+    eval_split: Literal["test", "dev"] = "test"
+    eval_n: int = Field(500, ge=1)
+    eval_samples: int = Field(8, ge=1)
+    judge: dict[str, Any] | None = None  # JudgeConfig values (model, base_url, ...) plus `n`: judge the evals
+    workers: int = Field(1, ge=0)  # parallel runs in local worker processes (0: in this process)
+    ray: str | None = None  # a Ray address: run each job as a Ray task instead
+    out: str = "runs/study"
+
+    @model_validator(mode="after")
+    def _names(self) -> StudyConfig:
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"condition names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+        if sum(c.kind == "base" for c in self.conditions) > 1:
+            raise ValueError("at most one base condition")
+        if any(c.kind == "sft-matched" for c in self.conditions) and not any(c.kind == "grpo" for c in self.conditions):
+            raise ValueError("an sft-matched condition needs at least one grpo condition to match")
+        return self
+
+
+def _rewards(*specs: dict[str, Any]) -> dict[str, Any]:
+    return {"rewards": list(specs)}
+
+
+STUDY_PRESETS: dict[str, dict[str, Any]] = {
+    # The 2026 process-vs-outcome replication: one base, outcome / process / hybrid rewards.
+    "granularity": {
+        "conditions": [
+            {"name": "base", "kind": "base"},
+            {"name": "outcome", "train": _rewards({"name": "outcome"})},
+            {"name": "process", "train": _rewards({"name": "process"})},
+            {"name": "hybrid-0.9", "train": _rewards({"name": "hybrid", "params": {"lam": 0.9}})},
+            {"name": "hybrid-0.5", "train": _rewards({"name": "hybrid", "params": {"lam": 0.5}})},
+            {"name": "hybrid-0.1", "train": _rewards({"name": "hybrid", "params": {"lam": 0.1}})},
+        ],
+    },
+    # The audit's reward-separation check (check 3): does correctness or format drive the gain?
+    "reward-separation": {
+        "conditions": [
+            {"name": "base", "kind": "base"},
+            {"name": "both", "train": _rewards({"name": "outcome"}, {"name": "format_gsm8k", "weight": 0.1})},
+            {"name": "correctness-only", "preset": "correctness-only"},
+            {"name": "format-only", "preset": "format-only"},
+        ],
+    },
+}
+
+# `--quick`: the same grid, small enough to see the whole pipeline run in a few minutes on 2 cores.
+QUICK: dict[str, Any] = {"sft_steps": 150, "steps": 4, "eval_n": 40, "eval_samples": 2, "seeds": [0, 1]}

@@ -1,0 +1,176 @@
+"""`study_report.html`: one self-contained page (figures inlined as PNG) from study.json's contents:
+learning curves per condition with seed bands, pooled sampled pass@1 with CIs, the results table,
+the fidelity metrics, the paired comparisons and, when a judge ran, the error categories."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from rlvr.study.analysis import FIDELITY_KEYS, fmt
+
+__all__ = ["write_report", "comparison_rows", "result_rows"]
+
+
+def _png(fig: Any) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _curves(study: dict[str, Any]) -> str | None:
+    from matplotlib.figure import Figure
+
+    curves = {c: s for c, s in study["curves"].items() if s}
+    if not curves:
+        return None
+    fig = Figure(figsize=(7, 3.8))
+    ax = fig.subplots()
+    for i, (cond, seeds) in enumerate(curves.items()):
+        n = min(len(v) for v in seeds.values())
+        ys = np.array([[np.nan if x is None else x for x in v[:n]] for v in seeds.values()], dtype=float)  # (S, T)
+        w = max(1, min(10, n // 5))
+        kernel = np.ones(w) / w
+        smooth = np.array([np.convolve(y, kernel, mode="valid") for y in ys])  # (S, T - w + 1)
+        steps = np.arange(smooth.shape[1]) + w
+        color = f"C{i % 10}"
+        ax.plot(steps, np.nanmean(smooth, axis=0), color=color, label=f"{cond} ({len(seeds)} seeds)")
+        if len(seeds) > 1:
+            ax.fill_between(steps, np.nanmin(smooth, axis=0), np.nanmax(smooth, axis=0), color=color, alpha=0.15)
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel(f"train accuracy ({w}-step mean)")
+    ax.set_title("learning curves: mean over seeds, band = min-max of the seeds", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _bars(study: dict[str, Any]) -> str | None:
+    from matplotlib.figure import Figure
+
+    conds = [c for c in study["conditions"] if "pooled" in c]
+    if not conds:
+        return None
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.subplots()
+    xs = np.arange(len(conds))
+    vals = [c["pooled"]["pass@1"]["value"] for c in conds]
+    lows = [v - c["pooled"]["pass@1"]["ci"][0] for v, c in zip(vals, conds, strict=True)]
+    highs = [c["pooled"]["pass@1"]["ci"][1] - v for v, c in zip(vals, conds, strict=True)]
+    ax.bar(xs, vals, yerr=[lows, highs], capsize=4, color=[f"C{i % 10}" for i in range(len(conds))])
+    for i, c in enumerate(conds):
+        for r in c["runs"]:
+            if r.get("pass@1") is not None:
+                ax.plot(i, r["pass@1"], "k.", markersize=5)
+    ax.set_xticks(xs, [c["name"] for c in conds], fontsize=8)
+    ax.set_ylabel(f"sampled pass@1 ({study['split']})")
+    ax.set_title("pooled over seeds, 95% bootstrap CI over problems; dots: seeds", fontsize=9)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def result_rows(study: dict[str, Any]) -> list[list[str]]:
+    """condition, kind, seeds, pooled pass@1 (CI), seed spread, greedy, train seconds."""
+    rows = []
+    for c in study["conditions"]:
+        p = c.get("pooled")
+        secs = [r["train_seconds"] for r in c["runs"] if r.get("train_seconds")]
+        if p is None:
+            rows.append([c["name"], c["kind"], "0", "failed", "", "", ""])
+            continue
+        p1 = p["pass@1"]
+        sd = p1["seeds"]["sd"]
+        rows.append([
+            c["name"], c["kind"], str(p["n_seeds"]), f"{fmt(p1['value'])} ({fmt(p1['ci'][0])}-{fmt(p1['ci'][1])})",
+            f"{fmt(p1['seeds']['min'])}-{fmt(p1['seeds']['max'])}" + (f" (sd {fmt(sd)})" if sd is not None else ""),
+            fmt(p["greedy"]["mean"]), fmt(float(np.mean(secs)) if secs else None, ".0f"),
+        ])  # fmt: skip
+    return rows
+
+
+def comparison_rows(study: dict[str, Any]) -> list[list[str]]:
+    """condition vs reference, metric, values, difference (CI), per-seed differences, p, p (Holm)."""
+    rows = []
+    for t in study["comparisons"]:
+        seeds = ", ".join(f"{d:+.3f}" for d in t["diff_per_seed"])
+        rows.append([
+            f"{t['condition']} vs {t['reference']}", t["metric"], fmt(t["reference_value"]), fmt(t["value"]),
+            f"{t['diff']:+.3f} ({t['ci'][0]:+.3f} to {t['ci'][1]:+.3f})", seeds, fmt(t["pvalue"], ".2g"),
+            fmt(t["pvalue_adj"], ".2g"),
+        ])  # fmt: skip
+    return rows
+
+
+def _fidelity_rows(study: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for c in study["conditions"]:
+        if "pooled" in c:
+            fid = c["pooled"]["fidelity"]
+            rows.append([c["name"], *(fmt(fid[k]["mean"]) for k in FIDELITY_KEYS)])
+    return rows
+
+
+def _judge_rows(study: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    judged = [c for c in study["conditions"] if c.get("pooled", {}).get("judge")]
+    cats = list(dict.fromkeys(k for c in judged for k in c["pooled"]["judge"]))
+    return cats, [[c["name"], *(str(c["pooled"]["judge"].get(k, 0)) for k in cats)] for c in judged]
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>rlvr study: {{ out }}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:14px}
+th{background:#f4f4f4}.meta{color:#666;font-size:13px}img{max-width:100%}</style></head><body>
+<h1>Study: {{ conditions | length }} conditions x {{ seeds | length }} seeds</h1>
+<p class="meta">Base: <code>{{ base }}</code>. Evaluated on {{ n_problems }} {{ split }} problems x {{ n_samples }}
+samples each (T=1), the same problems for every condition. Seeds: {{ seeds | join(", ") }}.</p>
+{% for n in notes %}<p class="meta">{{ n }}</p>{% endfor %}
+{% if failed %}<p><b>Failed runs ({{ failed | length }}):</b>
+{% for k in failed %}{{ k }}: {{ errors[k] }}; {% endfor %}
+rerun them with <code>rlvr study --resume {{ out }}</code>.</p>{% endif %}
+<h2>Results</h2>
+<table><tr><th>condition</th><th>kind</th><th>seeds</th><th>sampled pass@1 (95% CI)</th><th>seed range</th>
+<th>greedy</th><th>train s</th></tr>
+{% for r in results %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% if bars_png %}<img alt="pass@1 per condition" src="data:image/png;base64,{{ bars_png }}">{% endif %}
+{% if curves_png %}<h2>Learning curves</h2>
+<img alt="learning curves" src="data:image/png;base64,{{ curves_png }}">{% endif %}
+<h2>Paired comparisons</h2>
+<p class="meta">Sampled pass@1: seed-pooled per-problem rates, paired bootstrap CI, sign-flip permutation p.
+Greedy: McNemar over (problem, seed) pairs; per-seed differences shown as the seed spread. p (Holm): adjusted over
+all {{ comparisons | length }} tests.</p>
+<table><tr><th>comparison</th><th>metric</th><th>reference</th><th>condition</th><th>difference (95% CI)</th>
+<th>per seed</th><th>p</th><th>p (Holm)</th></tr>
+{% for r in comparison_rows %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}</table>
+<h2>Fidelity</h2>
+<p class="meta">Mean over seeds (docs/evaluation.md): trace validity, chain-length deviation, process-step ratio,
+CoT pass@1.</p>
+<table><tr><th>condition</th>{% for k in fidelity_keys %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for r in fidelity %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% if judge_rows %}<h2>Error categories (LLM judge)</h2>
+<table><tr><th>condition</th>{% for k in judge_cats %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for r in judge_rows %}<tr>{% for x in r %}<td>{{ x }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+<p class="meta">Written by <code>rlvr study</code>; the numbers are in study.json.</p>
+</body></html>
+"""
+
+
+def write_report(study: dict[str, Any], path: Path) -> Path:
+    """Render the study page to `path` (self-contained HTML)."""
+    cats, judge_rows = _judge_rows(study)
+    env = jinja2.Environment(autoescape=True)
+    html = env.from_string(_TEMPLATE).render(
+        **study, out=str(Path(path).parent), results=result_rows(study), comparison_rows=comparison_rows(study),
+        fidelity=_fidelity_rows(study), fidelity_keys=FIDELITY_KEYS, judge_cats=cats, judge_rows=judge_rows,
+        bars_png=_bars(study), curves_png=_curves(study),
+    )  # fmt: skip
+    Path(path).write_text(html, encoding="utf-8")
+    return Path(path)

@@ -1,0 +1,251 @@
+"""Run a study: build or find the base, run every condition x seed (in worker processes or as Ray
+tasks, through the search's executor), evaluate each on the same problems, then analyse and report.
+
+    OUT/config.yaml, manifest.json     the study's resolved config and what reproduces it
+    OUT/base/                          the embedded base (SFT from scratch), when no `base` was given
+    OUT/runs/<condition>-s<seed>/      each GRPO (or sft-matched) run folder
+    OUT/evals/<condition>[-s<seed>]/   each evaluation folder (eval.json, samples.jsonl; judge.json)
+    OUT/study.json, study_report.html  the results (rlvr.study.analysis) and the report
+
+A killed study resumes with `--resume OUT`: every finished run and evaluation folder is kept, and
+only what is missing runs again. Jobs run `run_study_job`, which never raises: a failed job is a
+result with its error, reported in study.json, and rerun by the next `--resume`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.runs import RunDir, RunFileError, RunFolderError, check_out, read_manifest, write_json
+from rlvr.study.config import StudyConfig
+
+__all__ = ["StudyError", "StudyJob", "run_study", "run_study_job"]
+
+Log = Callable[[str], None]
+
+
+class StudyError(ValueError):
+    """A study that cannot start: bad config, unknown preset, an occupied output folder."""
+
+
+@dataclass(frozen=True)
+class StudyJob:
+    """One arm x seed: train (grpo), continue SFT (sft-matched) or nothing (base), then evaluate."""
+
+    key: str
+    kind: str
+    condition: str
+    seed: int
+    base: str  # the base model folder
+    run_dir: str  # "" for the base condition
+    eval_dir: str
+    values: dict[str, Any] = field(default_factory=dict)  # TrainConfig or SFTConfig values
+    eval_values: dict[str, Any] = field(default_factory=dict)  # EvalConfig values
+
+
+def finished(folder: str | Path) -> bool:
+    """A run or evaluation folder whose manifest says it finished."""
+    try:
+        return (Path(folder) / "manifest.json").is_file() and read_manifest(folder).finished
+    except RunFileError:
+        return False
+
+
+def run_study_job(job: StudyJob) -> dict[str, Any]:
+    """Train or fine-tune as the job says, evaluate, and return a JSON-able result; never raises.
+    Finished folders are reused, unfinished ones (a killed run) are replaced."""
+    from rlvr.config import load_config
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+
+    t0 = time.time()
+    result: dict[str, Any] = {"key": job.key, "kind": job.kind, "condition": job.condition, "seed": job.seed,
+                              "run_dir": job.run_dir or None, "eval_dir": job.eval_dir}  # fmt: skip
+    try:
+        model = job.base
+        if job.kind in ("grpo", "sft-matched"):
+            if not finished(job.run_dir):
+                shutil.rmtree(job.run_dir, ignore_errors=True)
+                if job.kind == "grpo":
+                    from rlvr.grpo.config import TrainConfig
+                    from rlvr.grpo.trainer import GRPOTrainer
+
+                    GRPOTrainer(load_config(TrainConfig, None, job.values)).train()
+                else:
+                    from rlvr.sft import SFTConfig, run_sft
+
+                    run_sft(load_config(SFTConfig, None, job.values))
+            manifest = read_manifest(job.run_dir)
+            result["train_seconds"] = manifest.wall_s
+            result["steps_done"] = (manifest.model_extra or {}).get("steps_done")
+            model = str(Path(job.run_dir) / "model")
+            shutil.rmtree(Path(job.run_dir) / "checkpoints", ignore_errors=True)
+        if not finished(job.eval_dir):
+            shutil.rmtree(job.eval_dir, ignore_errors=True)
+            run_eval(load_config(EvalConfig, None, {**job.eval_values, "model": model, "out": job.eval_dir}))
+        result["status"] = "done"
+    except Exception as e:  # a failed arm is a result (the study goes on), not a crash
+        result.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-4000:])
+    result["seconds"] = time.time() - t0
+    return result
+
+
+def _threads(cfg: StudyConfig) -> int:
+    return max(1, (os.cpu_count() or 2) // max(1, cfg.workers)) if not cfg.ray else 2
+
+
+def _eval_values(cfg: StudyConfig, threads: int) -> dict[str, Any]:
+    """Every evaluation of the study alike: the same problems and sampling seed (the task's seed picks
+    the problems), so that runs differ only by what training did."""
+    return {"task": cfg.task, "preset": cfg.preset, "split": cfg.eval_split, "n_problems": cfg.eval_n,
+            "n_samples": cfg.eval_samples, "seed": 0, "ks": [1], "plots": False, "threads": threads,
+            **({"sampling": cfg.train["sampling"]} if "sampling" in cfg.train else {})}  # fmt: skip
+
+
+def _grpo_values(cfg: StudyConfig, cond: Any, seed: int, base: str, out: Path, threads: int) -> dict[str, Any]:
+    from rlvr.grpo.config import TRAIN_PRESETS
+
+    if cond.preset is not None and cond.preset not in TRAIN_PRESETS:
+        raise StudyError(f"condition {cond.name!r}: unknown train preset {cond.preset!r}; known: "
+                         f"{', '.join(sorted(TRAIN_PRESETS))}")  # fmt: skip
+    values: dict[str, Any] = {**cfg.train, **(TRAIN_PRESETS[cond.preset] if cond.preset else {}), **cond.train}
+    values.update(model=base, task=cfg.task, preset=cfg.preset, steps=cfg.steps, seed=seed, out=str(out),
+                  save_every=0, threads=threads)  # fmt: skip
+    values.setdefault("eval_every", 0)
+    return values
+
+
+def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None = None) -> list[StudyJob]:
+    """Every job of the study, in condition order (the sft-matched ones only once `sft_seconds` is known)."""
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TrainConfig
+
+    threads = _threads(cfg)
+    jobs = []
+    for cond in cfg.conditions:
+        if cond.kind == "base":
+            jobs.append(StudyJob(cond.name, "base", cond.name, cfg.seeds[0], base, "", str(out / "evals" / cond.name),
+                                 eval_values=_eval_values(cfg, threads)))  # fmt: skip
+            continue
+        if cond.kind == "sft-matched" and sft_seconds is None:
+            continue
+        for seed in cfg.seeds:
+            key = f"{cond.name}-s{seed}"
+            run_dir = out / "runs" / key
+            if cond.kind == "grpo":
+                values = _grpo_values(cfg, cond, seed, base, run_dir, threads)
+                load_config(TrainConfig, None, values)  # refuse a bad condition before any work
+            else:
+                values = {"model": base, "task": cfg.task, "preset": cfg.preset, "steps": 1_000_000, "seed": seed,
+                          "max_seconds": sft_seconds, "lr": 3e-4, "warmup_steps": 0, "threads": threads,
+                          "out": str(run_dir)}  # fmt: skip
+            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, str(run_dir), str(out / "evals" / key),
+                                 values, _eval_values(cfg, threads)))  # fmt: skip
+    return jobs
+
+
+def _base(cfg: StudyConfig, out: Path, log: Log) -> str:
+    """The base model folder: the given one, or the embedded base built (once) in OUT/base."""
+    from rlvr.models.load import resolve_model_path
+
+    if cfg.base:
+        path = resolve_model_path(cfg.base)
+        if not (path / "config.json").is_file():
+            raise StudyError(f"{cfg.base}: not a model folder (no config.json) or a run folder holding model/")
+        return str(path)
+    if finished(out / "base"):
+        return str(out / "base" / "model")
+    from rlvr.config import load_config
+    from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
+
+    log(f"base: SFT from scratch, {cfg.sft_steps} steps -> {out / 'base'}")
+    sft = load_config(SFTConfig, None, {"steps": cfg.sft_steps, "out": str(out / "base"), "task": cfg.task,
+                                        "preset": cfg.preset}, base=dict(SFT_PRESETS["arith-base"]))  # fmt: skip
+    return str(run_sft(sft, overwrite=True) / "model")
+
+
+def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, dict[str, Any]], log: Log) -> None:
+    from rlvr.search.executor import run_jobs
+
+    todo = [j for j in jobs if not (finished(j.eval_dir) and (not j.run_dir or finished(j.run_dir)))]
+    for j in jobs:
+        if j not in todo:
+            m = read_manifest(j.run_dir) if j.run_dir else None
+            results[j.key] = {"key": j.key, "kind": j.kind, "condition": j.condition, "seed": j.seed,
+                              "run_dir": j.run_dir or None, "eval_dir": j.eval_dir, "status": "done", "reused": True,
+                              "train_seconds": m.wall_s if m else None,
+                              "steps_done": (m.model_extra or {}).get("steps_done") if m else None}  # fmt: skip
+    if not todo:
+        return
+    log(f"running {len(todo)} of {len(jobs)} jobs ({cfg.workers or 'in this'} process{'es' if cfg.workers else ''}"
+        + (f", Ray {cfg.ray}" if cfg.ray else "") + ")")  # fmt: skip
+    done = {"n": 0}
+
+    def on_result(job: StudyJob, result: dict[str, Any]) -> None:
+        done["n"] += 1
+        results[job.key] = result
+        extra = f": {result.get('error')}" if result["status"] != "done" else f" in {result['seconds']:.0f} s"
+        log(f"[{done['n']}/{len(todo)}] {job.key} {result['status']}{extra}")
+
+    run_jobs(todo, on_result, workers=cfg.workers, ray=cfg.ray, fn=run_study_job)
+
+
+def _judge(cfg: StudyConfig, results: dict[str, dict[str, Any]], log: Log) -> None:
+    from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
+
+    if not cfg.judge:
+        return
+    values = dict(cfg.judge)
+    n = values.pop("n", 50)
+    for r in results.values():
+        if r["status"] != "done" or (Path(r["eval_dir"]) / "judge.json").is_file():
+            continue
+        try:
+            judge_samples(Path(r["eval_dir"]), JudgeConfig(**values), n=n)
+        except JudgeError as e:
+            log(f"judge: {r['key']}: {e}")
+            r["judge_error"] = str(e)
+
+
+def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False, log: Log = print) -> dict[str, Any]:
+    """Run (or resume) the study in `cfg.out`; returns study.json's contents."""
+    from rlvr.study.analysis import analyse
+    from rlvr.study.report import write_report
+
+    out = Path(cfg.out)
+    try:
+        check_out(out, resume=resume, overwrite=overwrite)
+    except RunFolderError as e:
+        raise StudyError(str(e).replace("--overwrite to replace it", "--resume to finish it")) from None
+    plan_jobs(cfg, cfg.base or "base", out)  # every condition's config checks out before any work
+    run = RunDir(out, cfg, command="study", resume=resume, overwrite=overwrite)
+    t0 = time.time()
+    base = _base(cfg, out, log)
+    run.write_manifest(paths={"base": base}, seeds={"study": cfg.seeds})
+    results: dict[str, dict[str, Any]] = {}
+    _run(cfg, plan_jobs(cfg, base, out), results, log)
+    grpo_s = [r["train_seconds"] for r in results.values() if r["kind"] == "grpo" and r.get("train_seconds")]
+    if any(c.kind == "sft-matched" for c in cfg.conditions):
+        if not grpo_s:
+            log("sft-matched: no finished GRPO run to match; skipped")
+        else:
+            budget = statistics.median(grpo_s)
+            log(f"sft-matched: SFT continued from the base for {budget:.0f} s (the GRPO runs' median wall-clock)")
+            _run(cfg, [j for j in plan_jobs(cfg, base, out, budget) if j.kind == "sft-matched"], results, log)
+    _judge(cfg, results, log)
+    study = analyse(cfg, out, base, results)
+    write_json(out / "study.json", study)
+    report = write_report(study, out / "study_report.html")
+    failed = [k for k, r in results.items() if r["status"] != "done"]
+    run.write_manifest(finished=not failed, wall_s=time.time() - t0, failed=failed)
+    run.close()
+    log(f"study: {out / 'study.json'}; report: {report}" + (f"; {len(failed)} failed (rerun with --resume)"
+                                                            if failed else ""))  # fmt: skip
+    return study

@@ -1,0 +1,135 @@
+"""rlvr study: conditions x seeds from one base, pooled metrics, paired comparisons, resume."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlvr.config import ConfigError, load_config
+from rlvr.evaluate.compare import paired_tests
+from rlvr.evaluate.stats import adjust_pvalues
+from rlvr.runs import read_eval
+from rlvr.study import STUDY_PRESETS, StudyConfig, run_study
+from rlvr.study.analysis import analyse
+
+
+def _cfg(tmp_path: Path, base: Path, **kw) -> StudyConfig:  # type: ignore[no-untyped-def]
+    values = {
+        "base": str(base), "seeds": [0, 1], "steps": 2, "eval_n": 12, "eval_samples": 2, "workers": 0,
+        "train": {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 16}},
+        "conditions": [{"name": "base", "kind": "base"},
+                       {"name": "outcome", "train": {"rewards": [{"name": "outcome"}]}},
+                       {"name": "sft", "kind": "sft-matched"}],
+        "out": str(tmp_path / "study"),
+    }  # fmt: skip
+    values.update(kw)
+    return load_config(StudyConfig, None, values)
+
+
+def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = _cfg(tmp_path, tiny_model_dir)
+    logs: list[str] = []
+    study = run_study(cfg, log=logs.append)
+    out = Path(cfg.out)
+    assert not study["failed"], study["errors"]
+    assert json.loads((out / "study.json").read_text())["schema_version"] == 1
+    names = [c["name"] for c in study["conditions"]]
+    assert names == ["base", "outcome", "sft"]
+    assert [len(c["runs"]) for c in study["conditions"]] == [1, 2, 2]
+    assert all(c["pooled"]["n_seeds"] == (1 if c["kind"] == "base" else 2) for c in study["conditions"])
+    # the sft-matched arm got the GRPO runs' median time, and says so
+    assert any("sft-matched" in n for n in study["notes"])
+    sft_runs = study["conditions"][2]["runs"]
+    assert all(r["train_seconds"] > 0 and r["steps_done"] >= 1 for r in sft_runs)
+    # every arm on the same problems; vs base: 2 arms x 2 tests, vs outcome (the first trained arm): 1 x 2
+    assert study["n_problems"] == 12
+    pairs = [(t["condition"], t["reference"], t["metric"]) for t in study["comparisons"]]
+    assert len(pairs) == 6 and ("sft", "outcome", "greedy") in pairs and ("outcome", "base", "pass@1") in pairs
+    assert all(t["pvalue_adj"] >= t["pvalue"] - 1e-12 for t in study["comparisons"])
+    # the pooled pass@1 difference is the one statistics path on the seed-averaged rates
+    evals = {k: read_eval(out / "evals" / k) for k in ("base", "outcome-s0", "outcome-s1")}
+    ids = sorted(p.id for p in evals["base"].per_problem)
+
+    def rates(e):  # type: ignore[no-untyped-def]
+        rows = {r.id: r for r in e.per_problem}
+        return np.array([rows[i].correct / rows[i].n for i in ids])
+
+    pooled = (rates(evals["outcome-s0"]) + rates(evals["outcome-s1"])) / 2
+    t = next(t for t in study["comparisons"] if t["condition"] == "outcome" and t["reference"] == "base"
+             and t["metric"] == "pass@1")  # fmt: skip
+    assert t["diff"] == pytest.approx(paired_tests((rates(evals["base"]), pooled))[0].diff)
+    html = (out / "study_report.html").read_text()
+    assert "data:image/png;base64," in html and "Paired comparisons" in html and "sft-matched" in html
+    # a lost evaluation: --resume reruns that one job only, and the numbers of the others stay
+    shutil.rmtree(out / "evals" / "outcome-s1")
+    logs.clear()
+    again = run_study(_cfg(tmp_path, tiny_model_dir), resume=True, log=logs.append)
+    assert any("running 1 of" in line for line in logs), logs
+    assert again["conditions"][2] == study["conditions"][2]  # the sft arm was kept as it was
+    assert (
+        again["conditions"][1]["pooled"]["pass@1"] == study["conditions"][1]["pooled"]["pass@1"]
+    )  # same seed, same numbers
+    # a finished study is not overwritten by a new one
+    with pytest.raises(ValueError, match="holds a finished run"):
+        run_study(_cfg(tmp_path, tiny_model_dir), log=logs.append)
+
+
+def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
+    for name, preset in STUDY_PRESETS.items():
+        cfg = load_config(StudyConfig, None, {}, base=dict(preset))
+        assert cfg.conditions[0].kind == "base", name
+    gran = load_config(StudyConfig, None, {}, base=dict(STUDY_PRESETS["granularity"]))
+    assert [c.name for c in gran.conditions] == ["base", "outcome", "process", "hybrid-0.9", "hybrid-0.5", "hybrid-0.1"]
+    bad = [
+        ({"conditions": [{"name": "a"}, {"name": "a"}]}, "condition names repeat: a"),
+        ({"conditions": [{"name": "s", "kind": "sft-matched"}]}, "needs at least one grpo condition"),
+        ({"conditions": [{"name": "b", "kind": "base", "train": {"lr": 1}}]}, "apply to grpo conditions only"),
+        ({"conditions": [{"name": "../x"}]}, "field 'conditions.0.name'"),
+        ({"conditions": []}, "field 'conditions'"),
+    ]
+    for values, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            load_config(StudyConfig, None, values)
+
+
+def test_a_bad_condition_is_refused_before_the_folder_is_touched(tmp_path: Path, tiny_model_dir: Path) -> None:
+    cfg = _cfg(tmp_path, tiny_model_dir, conditions=[{"name": "x", "train": {"rewards": [{"name": "nope"}]}}])
+    with pytest.raises(ConfigError, match="unknown reward 'nope'"):
+        run_study(cfg, log=lambda m: None)
+    assert not Path(cfg.out).exists()
+
+
+def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: Path) -> None:
+    """Hand-made evaluations: the pooled pass@1, its seed range, and greedy McNemar over (problem, seed)."""
+
+    def write(name: str, correct: list[int], greedy: list[bool]) -> str:
+        d = tmp_path / name
+        d.mkdir()
+        rows = [{"id": f"p{i}", "n": 2, "correct": c, "tokens": 5.0, "greedy": g}
+                for i, (c, g) in enumerate(zip(correct, greedy, strict=True))]  # fmt: skip
+        (d / "eval.json").write_text(json.dumps({"task": "arith", "split": "test", "metrics": {}, "per_problem": rows}))
+        return str(d)
+
+    results = {
+        "base": {"kind": "base", "condition": "base", "seed": 0, "status": "done",
+                 "eval_dir": write("base", [0, 0, 1, 2], [False, False, True, True])},
+        "a-s0": {"kind": "grpo", "condition": "a", "seed": 0, "status": "done",
+                 "eval_dir": write("a0", [2, 1, 1, 2], [True, False, True, True])},
+        "a-s1": {"kind": "grpo", "condition": "a", "seed": 1, "status": "done",
+                 "eval_dir": write("a1", [2, 2, 1, 2], [True, True, True, True])},
+    }  # fmt: skip
+    cfg = load_config(StudyConfig, None, {"conditions": [{"name": "base", "kind": "base"}, {"name": "a"}]})
+    study = analyse(cfg, tmp_path, "b", results)
+    a = study["conditions"][1]["pooled"]
+    assert a["pass@1"]["value"] == pytest.approx((0.75 + 0.875) / 2) and a["pass@1"]["seeds"]["min"] == 0.75
+    assert a["greedy"]["mean"] == pytest.approx((0.75 + 1.0) / 2)
+    p1, g = study["comparisons"]
+    assert p1["diff"] == pytest.approx(0.8125 - 0.375) and p1["diff_per_seed"] == pytest.approx([0.375, 0.5])
+    # greedy pairs: seed 0 flips p0 (b01=1), seed 1 flips p0 and p1 (b01=2): exact McNemar p = 2 * 0.5^3
+    assert g["metric"] == "greedy" and g["pvalue"] == pytest.approx(0.25) and g["diff_per_seed"] == [0.25, 0.5]
+    holm = adjust_pvalues([p1["pvalue"], g["pvalue"]], "holm")
+    assert [t["pvalue_adj"] for t in study["comparisons"]] == pytest.approx(holm)
