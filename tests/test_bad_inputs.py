@@ -123,6 +123,20 @@ CASES: list[Case] = [
     ("judge without a model", _files(**{"samples.jsonl": '{"problem_id": "p"}\n'}), ["judge", "{dir}"],
      "no judge model: set JudgeConfig.model or RLVR_JUDGE_MODEL"),
     ("judge a negative count", _files(), ["judge", "{dir}", "--n", "-1"], "--n: expected a count >= 0, got -1"),
+    ("study without a grid", _files(), ["study"], "give --config FILE or --preset NAME"),
+    ("unknown study preset", _files(), ["study", "--preset", "nope"],
+     "unknown study preset 'nope'; known: granularity"),
+    ("study seeds not numbers", _files(), ["study", "--preset", "granularity", "--seeds", "a,b"],
+     "--seeds: expected comma-separated integers"),
+    ("study condition without a name", _files(**{"s.yaml": "conditions:\n  - {kind: base}\n"}),
+     ["study", "--config", "{dir}/s.yaml"], "s.yaml:2: field 'conditions.0.name': Field required"),
+    ("study with an unknown reward",
+     _files(**{"s.yaml": "conditions:\n  - {name: a, train: {rewards: [{name: x}]}}\n"}),
+     ["study", "--config", "{dir}/s.yaml", "--model", "{model}", "--out", "{dir}/st"], "unknown reward 'x'"),
+    ("study of a missing model", _files(**{"s.yaml": "conditions:\n  - {name: a}\n"}),
+     ["study", "--config", "{dir}/s.yaml", "--model", "/nonexistent", "--out", "{dir}/st"],
+     "/nonexistent: not a model folder"),
+    ("resume a non-study", _files(), ["study", "--resume", "{dir}/none"], "not a study folder (no config.yaml)"),
 ]  # fmt: skip
 
 

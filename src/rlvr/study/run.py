@@ -151,15 +151,18 @@ def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None 
     return jobs
 
 
-def _base(cfg: StudyConfig, out: Path, log: Log) -> str:
-    """The base model folder: the given one, or the embedded base built (once) in OUT/base."""
+def _given_base(cfg: StudyConfig) -> str:
+    """The given base model folder (a model folder or a run folder holding model/), checked."""
     from rlvr.models.load import resolve_model_path
 
-    if cfg.base:
-        path = resolve_model_path(cfg.base)
-        if not (path / "config.json").is_file():
-            raise StudyError(f"{cfg.base}: not a model folder (no config.json) or a run folder holding model/")
-        return str(path)
+    path = resolve_model_path(str(cfg.base))
+    if not (path / "config.json").is_file():
+        raise StudyError(f"{cfg.base}: not a model folder (no config.json) or a run folder holding model/")
+    return str(path.resolve())
+
+
+def _embedded_base(cfg: StudyConfig, out: Path, log: Log) -> str:
+    """The embedded base, built once in OUT/base (SFT from scratch)."""
     if finished(out / "base"):
         return str(out / "base" / "model")
     from rlvr.config import load_config
@@ -224,10 +227,11 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
         check_out(out, resume=resume, overwrite=overwrite)
     except RunFolderError as e:
         raise StudyError(str(e).replace("--overwrite to replace it", "--resume to finish it")) from None
-    plan_jobs(cfg, cfg.base or "base", out)  # every condition's config checks out before any work
+    given = _given_base(cfg) if cfg.base else None
+    plan_jobs(cfg, given or "base", out)  # every condition's config checks out before any work
     run = RunDir(out, cfg, command="study", resume=resume, overwrite=overwrite)
     t0 = time.time()
-    base = _base(cfg, out, log)
+    base = given or _embedded_base(cfg, out, log)
     run.write_manifest(paths={"base": base}, seeds={"study": cfg.seeds})
     results: dict[str, dict[str, Any]] = {}
     _run(cfg, plan_jobs(cfg, base, out), results, log)
