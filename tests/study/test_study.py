@@ -133,3 +133,58 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
     assert g["metric"] == "greedy" and g["pvalue"] == pytest.approx(0.25) and g["diff_per_seed"] == [0.25, 0.5]
     holm = adjust_pvalues([p1["pvalue"], g["pvalue"]], "holm")
     assert [t["pvalue_adj"] for t in study["comparisons"]] == pytest.approx(holm)
+
+
+@pytest.mark.slow
+def test_quick_preset_on_the_embedded_default_from_the_command_line(tmp_path: Path) -> None:
+    """`rlvr study --preset reward-separation --quick`: builds the embedded base, runs 3 arms x 2 seeds
+    in 2 worker processes, writes study.json and the report, and prints the tables."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sep"
+    argv = ["study", "--preset", "reward-separation", "--quick", "--workers", "2", "--out", str(out)]
+    res = subprocess.run([sys.executable, "-m", "rlvr", *argv], capture_output=True, text=True, timeout=1500)
+    assert res.returncode == 0, res.stderr[-3000:]
+    study = json.loads((out / "study.json").read_text())
+    assert [c["name"] for c in study["conditions"]] == ["base", "both", "correctness-only", "format-only"]
+    assert all(c["pooled"]["n_seeds"] == (1 if c["name"] == "base" else 2) for c in study["conditions"])
+    assert study["n_problems"] == 40 and (out / "base" / "model" / "config.json").is_file()
+    assert "paired comparisons" in res.stdout and "correctness-only" in res.stdout
+
+
+@pytest.mark.slow
+def test_a_study_on_the_real_model_with_gsm8k(tmp_path: Path, real_model_dir: Path) -> None:
+    """The same command on SmolLM2-135M-Instruct and GSM8K through its chat template (tiny budget:
+    one LoRA GRPO step per arm, 4 problems): the real path of the granularity grid runs end to end."""
+    cfg = tmp_path / "study.yaml"
+    cfg.write_text(
+        f"base: {real_model_dir}\ntask: gsm8k\nseeds: [0]\nsteps: 1\neval_n: 4\neval_samples: 1\nworkers: 0\n"
+        "train: {n_train: 8, prompts_per_step: 2, group_size: 2, lora: {r: 4, alpha: 8},\n"
+        "        sampling: {max_new_tokens: 48}}\n"
+        "conditions:\n  - {name: base, kind: base}\n  - {name: outcome, train: {rewards: [{name: outcome}]}}\n"
+        "  - {name: hybrid-0.9, train: {rewards: [{name: hybrid, params: {lam: 0.9}}]}}\n"
+        f"out: {tmp_path / 'study'}\n"
+    )
+    from rlvr.config import load_config as load
+
+    study = run_study(load(StudyConfig, cfg), log=lambda m: None)
+    assert not study["failed"], study["errors"]
+    assert study["n_problems"] == 4 and [c["name"] for c in study["conditions"]] == ["base", "outcome", "hybrid-0.9"]
+    e = read_eval(Path(study["conditions"][1]["runs"][0]["eval_dir"]))
+    assert e.task == "gsm8k" and e.prompt_format == "chat" and e.max_new_tokens == 48
+
+
+@pytest.mark.slow
+def test_study_jobs_run_as_ray_tasks(tmp_path: Path, tiny_model_dir: Path) -> None:
+    pytest.importorskip("ray")
+    cfg = _cfg(tmp_path, tiny_model_dir, ray="local", seeds=[0],
+               conditions=[{"name": "base", "kind": "base"}, {"name": "outcome"}])  # fmt: skip
+    try:
+        study = run_study(cfg, log=lambda m: None)
+    finally:
+        import ray
+
+        ray.shutdown()
+    assert not study["failed"], study["errors"]
+    assert [c["pooled"]["n_seeds"] for c in study["conditions"]] == [1, 1]
