@@ -420,21 +420,21 @@ def study(
         result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=lambda m: console.print(m))
     except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
         fail(str(e))
-    table = Table(title=f"{result['split']}: {result['n_problems']} problems x {result['n_samples']}, "
-                        f"seeds {', '.join(map(str, result['seeds']))}")  # fmt: skip
+    table = Table(title=f"{result.split}: {result.n_problems} problems x {result.n_samples}, "
+                        f"seeds {', '.join(map(str, result.seeds))}")  # fmt: skip
     for col in ("condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"):
         table.add_column(col)
     for row in result_rows(result):
         table.add_row(*row)
     Console().print(table)
-    if result["comparisons"]:
+    if result.comparisons:
         ct = Table(title="paired comparisons (p adjusted by Holm over all tests)")
         for col in ("comparison", "metric", "ref", "cond", "diff (95% CI)", "per seed", "p", "p adj"):
             ct.add_column(col)
         for row in comparison_rows(result):
             ct.add_row(*row)
         Console().print(ct)
-    if result["failed"]:
+    if result.failed:
         raise typer.Exit(1)
 
 

@@ -12,7 +12,7 @@ import pytest
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
-from rlvr.runs import read_eval
+from rlvr.runs import read_eval, read_study
 from rlvr.study import STUDY_PRESETS, StudyConfig, run_study
 from rlvr.study.analysis import analyse
 
@@ -35,21 +35,19 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
     logs: list[str] = []
     study = run_study(cfg, log=logs.append)
     out = Path(cfg.out)
-    assert not study["failed"], study["errors"]
-    assert json.loads((out / "study.json").read_text())["schema_version"] == 1
-    names = [c["name"] for c in study["conditions"]]
-    assert names == ["base", "outcome", "sft"]
-    assert [len(c["runs"]) for c in study["conditions"]] == [1, 2, 2]
-    assert all(c["pooled"]["n_seeds"] == (1 if c["kind"] == "base" else 2) for c in study["conditions"])
+    assert not study.failed, study.errors
+    assert read_study(out) == study and json.loads((out / "study.json").read_text())["schema_version"] == 1
+    assert [c.name for c in study.conditions] == ["base", "outcome", "sft"]
+    assert [len(c.runs) for c in study.conditions] == [1, 2, 2]
+    assert [c.pooled.n_seeds for c in study.conditions if c.pooled] == [1, 2, 2]
     # the sft-matched arm got the GRPO runs' median time, and says so
-    assert any("sft-matched" in n for n in study["notes"])
-    sft_runs = study["conditions"][2]["runs"]
-    assert all(r["train_seconds"] > 0 and r["steps_done"] >= 1 for r in sft_runs)
+    assert any("sft-matched" in n for n in study.notes)
+    assert all(r.train_seconds and r.steps_done and r.steps_done >= 1 for r in study.condition("sft").runs)
     # every arm on the same problems; vs base: 2 arms x 2 tests, vs outcome (the first trained arm): 1 x 2
-    assert study["n_problems"] == 12
-    pairs = [(t["condition"], t["reference"], t["metric"]) for t in study["comparisons"]]
+    assert study.n_problems == 12
+    pairs = [(t.condition, t.reference, t.metric) for t in study.comparisons]
     assert len(pairs) == 6 and ("sft", "outcome", "greedy") in pairs and ("outcome", "base", "pass@1") in pairs
-    assert all(t["pvalue_adj"] >= t["pvalue"] - 1e-12 for t in study["comparisons"])
+    assert all(t.pvalue_adj is not None and t.pvalue_adj >= t.pvalue - 1e-12 for t in study.comparisons)
     # the pooled pass@1 difference is the one statistics path on the seed-averaged rates
     evals = {k: read_eval(out / "evals" / k) for k in ("base", "outcome-s0", "outcome-s1")}
     ids = sorted(p.id for p in evals["base"].per_problem)
@@ -59,9 +57,8 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
         return np.array([rows[i].correct / rows[i].n for i in ids])
 
     pooled = (rates(evals["outcome-s0"]) + rates(evals["outcome-s1"])) / 2
-    t = next(t for t in study["comparisons"] if t["condition"] == "outcome" and t["reference"] == "base"
-             and t["metric"] == "pass@1")  # fmt: skip
-    assert t["diff"] == pytest.approx(paired_tests((rates(evals["base"]), pooled))[0].diff)
+    t = next(t for t in study.comparisons if (t.condition, t.reference, t.metric) == ("outcome", "base", "pass@1"))
+    assert t.diff == pytest.approx(paired_tests((rates(evals["base"]), pooled))[0].diff)
     html = (out / "study_report.html").read_text()
     assert "data:image/png;base64," in html and "Paired comparisons" in html and "sft-matched" in html
     # a lost evaluation: --resume reruns that one job only, and the numbers of the others stay
@@ -69,10 +66,8 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
     logs.clear()
     again = run_study(_cfg(tmp_path, tiny_model_dir), resume=True, log=logs.append)
     assert any("running 1 of" in line for line in logs), logs
-    assert again["conditions"][2] == study["conditions"][2]  # the sft arm was kept as it was
-    assert (
-        again["conditions"][1]["pooled"]["pass@1"] == study["conditions"][1]["pooled"]["pass@1"]
-    )  # same seed, same numbers
+    assert again.condition("sft") == study.condition("sft")  # the sft arm was kept as it was
+    assert again.condition("outcome").pooled == study.condition("outcome").pooled  # the rerun: same seed, same numbers
     # a finished study is not overwritten by a new one
     with pytest.raises(ValueError, match="holds a finished run"):
         run_study(_cfg(tmp_path, tiny_model_dir), log=logs.append)
@@ -124,15 +119,16 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
     }  # fmt: skip
     cfg = load_config(StudyConfig, None, {"conditions": [{"name": "base", "kind": "base"}, {"name": "a"}]})
     study = analyse(cfg, tmp_path, "b", results)
-    a = study["conditions"][1]["pooled"]
-    assert a["pass@1"]["value"] == pytest.approx((0.75 + 0.875) / 2) and a["pass@1"]["seeds"]["min"] == 0.75
-    assert a["greedy"]["mean"] == pytest.approx((0.75 + 1.0) / 2)
-    p1, g = study["comparisons"]
-    assert p1["diff"] == pytest.approx(0.8125 - 0.375) and p1["diff_per_seed"] == pytest.approx([0.375, 0.5])
+    a = study.condition("a").pooled
+    assert a is not None and a.pass_at_1.value == pytest.approx((0.75 + 0.875) / 2) and a.pass_at_1.seeds.min == 0.75
+    assert a.greedy.mean == pytest.approx((0.75 + 1.0) / 2)
+    p1, g = study.comparisons
+    assert p1.diff == pytest.approx(0.8125 - 0.375) and p1.diff_per_seed == pytest.approx([0.375, 0.5])
     # greedy pairs: seed 0 flips p0 (b01=1), seed 1 flips p0 and p1 (b01=2): exact McNemar p = 2 * 0.5^3
-    assert g["metric"] == "greedy" and g["pvalue"] == pytest.approx(0.25) and g["diff_per_seed"] == [0.25, 0.5]
-    holm = adjust_pvalues([p1["pvalue"], g["pvalue"]], "holm")
-    assert [t["pvalue_adj"] for t in study["comparisons"]] == pytest.approx(holm)
+    assert g.metric == "greedy" and g.pvalue == pytest.approx(0.25) and g.diff_per_seed == [0.25, 0.5]
+    holm = adjust_pvalues([p1.pvalue, g.pvalue], "holm")
+    assert [t.pvalue_adj for t in study.comparisons] == pytest.approx(holm)
+    assert study.to_json()["conditions"][1]["pooled"]["pass@1"]["value"] == a.pass_at_1.value  # the file's keys
 
 
 @pytest.mark.slow
@@ -169,9 +165,9 @@ def test_a_study_on_the_real_model_with_gsm8k(tmp_path: Path, real_model_dir: Pa
     from rlvr.config import load_config as load
 
     study = run_study(load(StudyConfig, cfg), log=lambda m: None)
-    assert not study["failed"], study["errors"]
-    assert study["n_problems"] == 4 and [c["name"] for c in study["conditions"]] == ["base", "outcome", "hybrid-0.9"]
-    e = read_eval(Path(study["conditions"][1]["runs"][0]["eval_dir"]))
+    assert not study.failed, study.errors
+    assert study.n_problems == 4 and [c.name for c in study.conditions] == ["base", "outcome", "hybrid-0.9"]
+    e = read_eval(Path(str(study.condition("outcome").runs[0].eval_dir)))
     assert e.task == "gsm8k" and e.prompt_format == "chat" and e.max_new_tokens == 48
 
 
@@ -186,5 +182,5 @@ def test_study_jobs_run_as_ray_tasks(tmp_path: Path, tiny_model_dir: Path) -> No
         import ray
 
         ray.shutdown()
-    assert not study["failed"], study["errors"]
-    assert [c["pooled"]["n_seeds"] for c in study["conditions"]] == [1, 1]
+    assert not study.failed, study.errors
+    assert [c.pooled.n_seeds for c in study.conditions if c.pooled] == [1, 1]

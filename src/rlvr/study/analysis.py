@@ -26,7 +26,20 @@ import numpy as np
 
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues, bootstrap_ci, mcnemar
-from rlvr.runs import EvalResult, RunFileError, read_eval, read_jsonl, read_judge
+from rlvr.runs import (
+    EvalResult,
+    RunFileError,
+    Spread,
+    StudyComparison,
+    StudyCondition,
+    StudyPooled,
+    StudyResult,
+    StudyRun,
+    read_eval,
+    read_jsonl,
+    read_judge,
+)
+from rlvr.runs.records import PooledPass
 from rlvr.study.config import StudyConfig
 
 __all__ = ["analyse", "FIDELITY_KEYS"]
@@ -34,9 +47,9 @@ __all__ = ["analyse", "FIDELITY_KEYS"]
 FIDELITY_KEYS = ("trace_validity", "chain_length_deviation", "process_step_ratio", "cot_pass@1")
 
 
-def _spread(xs: list[float]) -> dict[str, float | None]:
-    return {"mean": statistics.fmean(xs) if xs else None, "sd": statistics.stdev(xs) if len(xs) > 1 else None,
-            "min": min(xs) if xs else None, "max": max(xs) if xs else None}  # fmt: skip
+def _spread(xs: list[float]) -> Spread:
+    return Spread(mean=statistics.fmean(xs) if xs else None, sd=statistics.stdev(xs) if len(xs) > 1 else None,
+                  min=min(xs) if xs else None, max=max(xs) if xs else None)  # fmt: skip
 
 
 class _Arm:
@@ -82,40 +95,41 @@ def _curves(results: list[dict[str, Any]]) -> dict[str, list[float | None]]:
     return out
 
 
-def _condition(cfg_cond: Any, arm: _Arm | None, ids: list[str], results: list[dict[str, Any]]) -> dict[str, Any]:
+def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: list[dict[str, Any]]) -> StudyCondition:
     runs = []
     for r in sorted(results, key=lambda r: r["seed"]):
-        row = {k: r.get(k) for k in ("seed", "status", "run_dir", "eval_dir", "train_seconds", "steps_done", "error")}
+        run = StudyRun.model_validate(
+            {k: r.get(k) for k in ("seed", "status", "run_dir", "eval_dir", "train_seconds", "steps_done", "error")}
+        )
         if arm is not None and r["seed"] in arm.evals and r["status"] == "done":
-            e = arm.evals[r["seed"]]
             g = arm.greedy(ids, r["seed"])
-            row.update({"pass@1": float(arm.rates(ids, r["seed"]).mean()),
-                        "greedy": None if g is None else float(g.mean()), "fidelity": _fidelity(e)})  # fmt: skip
             judged = read_judge(r["eval_dir"])
-            row["judge"] = judged.categories if judged else None
-        runs.append(row)
-    out: dict[str, Any] = {"name": cfg_cond.name, "kind": cfg_cond.kind, "runs": runs}
-    done: list[dict[str, Any]] = [r for r in runs if "pass@1" in r]
+            run = run.model_copy(update={
+                "pass_at_1": float(arm.rates(ids, r["seed"]).mean()), "greedy": None if g is None else float(g.mean()),
+                "fidelity": _fidelity(arm.evals[r["seed"]]), "judge": judged.categories if judged else None,
+            })  # fmt: skip
+        runs.append(run)
+    done = [run for run in runs if run.pass_at_1 is not None]
+    pooled = None
     if arm is not None and done:
-        pooled = arm.pooled(ids)
-        low, high = bootstrap_ci(pooled, seed=0)
-        greedy = [float(r["greedy"]) for r in done if r["greedy"] is not None]
-        fid = {k: _spread([float(v) for r in done if (v := r["fidelity"][k]) is not None]) for k in FIDELITY_KEYS}
+        rates = arm.pooled(ids)
+        low, high = bootstrap_ci(rates, seed=0)
         judge: dict[str, int] = {}
-        for r in done:
-            for cat, n in (r.get("judge") or {}).items():
+        for run in done:
+            for cat, n in (run.judge or {}).items():
                 judge[cat] = judge.get(cat, 0) + n
-        out["pooled"] = {
-            "pass@1": {"value": float(pooled.mean()), "ci": [low, high], "seeds": _spread([r["pass@1"] for r in done])},
-            "greedy": _spread(greedy),
-            "fidelity": fid,
-            "judge": judge or None,
-            "n_seeds": len(done),
-        }
-    return out
+        pooled = StudyPooled(
+            pass_at_1=PooledPass(value=float(rates.mean()), ci=[low, high],
+                                 seeds=_spread([d.pass_at_1 for d in done if d.pass_at_1 is not None])),
+            greedy=_spread([d.greedy for d in done if d.greedy is not None]),
+            fidelity={k: _spread([v for d in done if (v := d.fidelity.get(k)) is not None]) for k in FIDELITY_KEYS},
+            judge=judge or None,
+            n_seeds=len(done),
+        )  # fmt: skip
+    return StudyCondition(name=name, kind=kind, runs=runs, pooled=pooled)
 
 
-def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[dict[str, Any]]:
+def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[StudyComparison]:
     seeds = list(arm.evals)
     pass1 = (ref.pooled(ids), arm.pooled(ids))
     ga_ = [ref.greedy(ids, ref.ref_seed(s)) for s in seeds]
@@ -128,6 +142,7 @@ def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[dict[str, Any]]:
     tests = paired_tests(pass1, greedy, names=(ref.name, arm.name), seed=0)
     out = []
     for t in tests:
+        spread: dict[str, Any]
         if t.metric == "pass@1":
             per_seed = [float((arm.rates(ids, s) - ref.rates(ids, ref.ref_seed(s))).mean()) for s in seeds]
             spread = {"diff_per_seed": per_seed}
@@ -135,13 +150,15 @@ def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[dict[str, Any]]:
             per_seed_p = [mcnemar(a.tolist(), b.tolist()).pvalue for a, b in zip(ga, gb, strict=True)]
             spread = {"diff_per_seed": [float(b.mean() - a.mean()) for a, b in zip(ga, gb, strict=True)],
                       "pvalue_per_seed": per_seed_p}  # fmt: skip
-        out.append({"condition": arm.name, "reference": ref.name, "metric": t.metric, "n_problems": t.n_problems,
-                    "reference_value": t.value_a, "value": t.value_b, "diff": t.diff, "ci": list(t.ci),
-                    "test": t.test, "pvalue": t.pvalue, "seeds": seeds, **spread})  # fmt: skip
+        out.append(StudyComparison(
+            condition=arm.name, reference=ref.name, metric=t.metric, n_problems=t.n_problems,
+            reference_value=t.value_a, value=t.value_b, diff=t.diff, ci=list(t.ci), test=t.test, pvalue=t.pvalue,
+            seeds=seeds, **spread,
+        ))  # fmt: skip
     return out
 
 
-def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str, Any]]) -> StudyResult:
     """study.json's contents from the jobs' results (see the module docstring)."""
     arms: dict[str, _Arm] = {}
     by_cond: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cfg.conditions}
@@ -155,10 +172,11 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str,
     notes = []
     if id_sets and len(ids) < max(len(s) for s in id_sets):
         notes.append(f"conditions are compared on the {len(ids)} problems every evaluation shares")
-    conditions = [_condition(c, arms.get(c.name) if ids else None, ids, by_cond[c.name]) for c in cfg.conditions]
+    conditions = [_condition(c.name, c.kind, arms.get(c.name) if ids else None, ids, by_cond[c.name])
+                  for c in cfg.conditions]  # fmt: skip
     base_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "base" and c.name in arms), None)
     first = next((arms[c.name] for c in cfg.conditions if c.kind != "base" and c.name in arms), None)
-    comparisons: list[dict[str, Any]] = []
+    comparisons: list[StudyComparison] = []
     for ref in (base_arm, first):
         if ref is None or not ids:
             continue
@@ -166,8 +184,8 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str,
             other = arms.get(cond.name)
             if other is not None and other.kind != "base" and other is not ref:
                 comparisons += _compare(other, ref, ids)
-    for row, p in zip(comparisons, adjust_pvalues([row["pvalue"] for row in comparisons], "holm"), strict=True):
-        row["pvalue_adj"] = p
+    for row, p in zip(comparisons, adjust_pvalues([row.pvalue for row in comparisons], "holm"), strict=True):
+        row.pvalue_adj = p
     matched = [r for r in results.values() if r["kind"] == "sft-matched" and r.get("train_seconds")]
     if matched:
         grpo_s = [r["train_seconds"] for r in results.values() if r["kind"] == "grpo" and r.get("train_seconds")]
@@ -175,21 +193,13 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str,
         notes.append(f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
                      f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
                      "GRPO gain has to beat")  # fmt: skip
-    return {
-        "config": cfg.model_dump(mode="json"),
-        "base": base,
-        "split": cfg.eval_split,
-        "n_problems": len(ids),
-        "n_samples": cfg.eval_samples,
-        "seeds": cfg.seeds,
-        "conditions": conditions,
-        "comparisons": comparisons,
-        "correction": "holm",
-        "curves": {c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
-        "notes": notes,
-        "failed": sorted(k for k, r in results.items() if r["status"] != "done"),
-        "errors": {k: r.get("error") for k, r in results.items() if r["status"] != "done"},
-    }
+    return StudyResult(
+        config=cfg.model_dump(mode="json"), base=base, split=cfg.eval_split, n_problems=len(ids),
+        n_samples=cfg.eval_samples, seeds=cfg.seeds, conditions=conditions, comparisons=comparisons,
+        correction="holm", curves={c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
+        notes=notes, failed=sorted(k for k, r in results.items() if r["status"] != "done"),
+        errors={k: r.get("error") for k, r in results.items() if r["status"] != "done"},
+    )  # fmt: skip
 
 
 def fmt(x: Any, spec: str = ".3f") -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
+from rlvr.runs import StudyResult
 from rlvr.study.analysis import FIDELITY_KEYS, fmt
 
 __all__ = ["write_report", "comparison_rows", "result_rows"]
@@ -26,10 +27,10 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _curves(study: dict[str, Any]) -> str | None:
+def _curves(study: StudyResult) -> str | None:
     from matplotlib.figure import Figure
 
-    curves = {c: s for c, s in study["curves"].items() if s}
+    curves = {c: s for c, s in study.curves.items() if s}
     if not curves:
         return None
     fig = Figure(figsize=(7, 3.8))
@@ -53,75 +54,69 @@ def _curves(study: dict[str, Any]) -> str | None:
     return _png(fig)
 
 
-def _bars(study: dict[str, Any]) -> str | None:
+def _bars(study: StudyResult) -> str | None:
     from matplotlib.figure import Figure
 
-    conds = [c for c in study["conditions"] if "pooled" in c]
-    if not conds:
+    pooled = [(c, c.pooled) for c in study.conditions if c.pooled is not None]
+    if not pooled:
         return None
     fig = Figure(figsize=(7, 3.6))
     ax = fig.subplots()
-    xs = np.arange(len(conds))
-    vals = [c["pooled"]["pass@1"]["value"] for c in conds]
-    lows = [v - c["pooled"]["pass@1"]["ci"][0] for v, c in zip(vals, conds, strict=True)]
-    highs = [c["pooled"]["pass@1"]["ci"][1] - v for v, c in zip(vals, conds, strict=True)]
-    ax.bar(xs, vals, yerr=[lows, highs], capsize=4, color=[f"C{i % 10}" for i in range(len(conds))])
-    for i, c in enumerate(conds):
-        for r in c["runs"]:
-            if r.get("pass@1") is not None:
-                ax.plot(i, r["pass@1"], "k.", markersize=5)
-    ax.set_xticks(xs, [c["name"] for c in conds], fontsize=8)
-    ax.set_ylabel(f"sampled pass@1 ({study['split']})")
+    xs = np.arange(len(pooled))
+    vals = [p.pass_at_1.value for _, p in pooled]
+    lows = [v - p.pass_at_1.ci[0] for v, (_, p) in zip(vals, pooled, strict=True)]
+    highs = [p.pass_at_1.ci[1] - v for v, (_, p) in zip(vals, pooled, strict=True)]
+    ax.bar(xs, vals, yerr=[lows, highs], capsize=4, color=[f"C{i % 10}" for i in range(len(pooled))])
+    for i, (c, _) in enumerate(pooled):
+        for r in c.runs:
+            if r.pass_at_1 is not None:
+                ax.plot(i, r.pass_at_1, "k.", markersize=5)
+    ax.set_xticks(xs, [c.name for c, _ in pooled], fontsize=8)
+    ax.set_ylabel(f"sampled pass@1 ({study.split})")
     ax.set_title("pooled over seeds, 95% bootstrap CI over problems; dots: seeds", fontsize=9)
     fig.tight_layout()
     return _png(fig)
 
 
-def result_rows(study: dict[str, Any]) -> list[list[str]]:
+def result_rows(study: StudyResult) -> list[list[str]]:
     """condition, kind, seeds, pooled pass@1 (CI), seed spread, greedy, train seconds."""
     rows = []
-    for c in study["conditions"]:
-        p = c.get("pooled")
-        secs = [r["train_seconds"] for r in c["runs"] if r.get("train_seconds")]
+    for c in study.conditions:
+        p = c.pooled
+        secs = [r.train_seconds for r in c.runs if r.train_seconds]
         if p is None:
-            rows.append([c["name"], c["kind"], "0", "failed", "", "", ""])
+            rows.append([c.name, c.kind, "0", "failed", "", "", ""])
             continue
-        p1 = p["pass@1"]
-        sd = p1["seeds"]["sd"]
+        p1, sd = p.pass_at_1, p.pass_at_1.seeds.sd
         rows.append([
-            c["name"], c["kind"], str(p["n_seeds"]), f"{fmt(p1['value'])} ({fmt(p1['ci'][0])}-{fmt(p1['ci'][1])})",
-            f"{fmt(p1['seeds']['min'])}-{fmt(p1['seeds']['max'])}" + (f" (sd {fmt(sd)})" if sd is not None else ""),
-            fmt(p["greedy"]["mean"]), fmt(float(np.mean(secs)) if secs else None, ".0f"),
+            c.name, c.kind, str(p.n_seeds), f"{fmt(p1.value)} ({fmt(p1.ci[0])}-{fmt(p1.ci[1])})",
+            f"{fmt(p1.seeds.min)}-{fmt(p1.seeds.max)}" + (f" (sd {fmt(sd)})" if sd is not None else ""),
+            fmt(p.greedy.mean), fmt(float(np.mean(secs)) if secs else None, ".0f"),
         ])  # fmt: skip
     return rows
 
 
-def comparison_rows(study: dict[str, Any]) -> list[list[str]]:
+def comparison_rows(study: StudyResult) -> list[list[str]]:
     """condition vs reference, metric, values, difference (CI), per-seed differences, p, p (Holm)."""
     rows = []
-    for t in study["comparisons"]:
-        seeds = ", ".join(f"{d:+.3f}" for d in t["diff_per_seed"])
+    for t in study.comparisons:
+        seeds = ", ".join(f"{d:+.3f}" for d in t.diff_per_seed)
         rows.append([
-            f"{t['condition']} vs {t['reference']}", t["metric"], fmt(t["reference_value"]), fmt(t["value"]),
-            f"{t['diff']:+.3f} ({t['ci'][0]:+.3f} to {t['ci'][1]:+.3f})", seeds, fmt(t["pvalue"], ".2g"),
-            fmt(t["pvalue_adj"], ".2g"),
+            f"{t.condition} vs {t.reference}", t.metric, fmt(t.reference_value), fmt(t.value),
+            f"{t.diff:+.3f} ({t.ci[0]:+.3f} to {t.ci[1]:+.3f})", seeds, fmt(t.pvalue, ".2g"), fmt(t.pvalue_adj, ".2g"),
         ])  # fmt: skip
     return rows
 
 
-def _fidelity_rows(study: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for c in study["conditions"]:
-        if "pooled" in c:
-            fid = c["pooled"]["fidelity"]
-            rows.append([c["name"], *(fmt(fid[k]["mean"]) for k in FIDELITY_KEYS)])
-    return rows
+def _fidelity_rows(study: StudyResult) -> list[list[str]]:
+    return [[c.name, *(fmt(c.pooled.fidelity[k].mean) for k in FIDELITY_KEYS)]
+            for c in study.conditions if c.pooled is not None]  # fmt: skip
 
 
-def _judge_rows(study: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    judged = [c for c in study["conditions"] if c.get("pooled", {}).get("judge")]
-    cats = list(dict.fromkeys(k for c in judged for k in c["pooled"]["judge"]))
-    return cats, [[c["name"], *(str(c["pooled"]["judge"].get(k, 0)) for k in cats)] for c in judged]
+def _judge_rows(study: StudyResult) -> tuple[list[str], list[list[str]]]:
+    judged = [(c.name, c.pooled.judge) for c in study.conditions if c.pooled is not None and c.pooled.judge]
+    cats = list(dict.fromkeys(k for _, j in judged for k in j or {}))
+    return cats, [[name, *(str((j or {}).get(k, 0)) for k in cats)] for name, j in judged]
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -163,12 +158,15 @@ CoT pass@1.</p>
 """
 
 
-def write_report(study: dict[str, Any], path: Path) -> Path:
+def write_report(study: StudyResult, path: Path) -> Path:
     """Render the study page to `path` (self-contained HTML)."""
     cats, judge_rows = _judge_rows(study)
     env = jinja2.Environment(autoescape=True)
     html = env.from_string(_TEMPLATE).render(
-        **study, out=str(Path(path).parent), results=result_rows(study), comparison_rows=comparison_rows(study),
+        base=study.base, n_problems=study.n_problems, split=study.split, n_samples=study.n_samples, seeds=study.seeds,
+        notes=study.notes, failed=study.failed, errors=study.errors, conditions=study.conditions,
+        comparisons=study.comparisons, out=str(Path(path).parent), results=result_rows(study),
+        comparison_rows=comparison_rows(study),
         fidelity=_fidelity_rows(study), fidelity_keys=FIDELITY_KEYS, judge_cats=cats, judge_rows=judge_rows,
         bars_png=_bars(study), curves_png=_curves(study),
     )  # fmt: skip

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.runs import RunDir, RunFileError, RunFolderError, check_out, read_manifest, write_json
+from rlvr.runs import RunDir, RunFileError, RunFolderError, StudyResult, check_out, read_manifest, write_json
 from rlvr.study.config import StudyConfig
 
 __all__ = ["StudyError", "StudyJob", "run_study", "run_study_job"]
@@ -217,8 +217,8 @@ def _judge(cfg: StudyConfig, results: dict[str, dict[str, Any]], log: Log) -> No
             r["judge_error"] = str(e)
 
 
-def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False, log: Log = print) -> dict[str, Any]:
-    """Run (or resume) the study in `cfg.out`; returns study.json's contents."""
+def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False, log: Log = print) -> StudyResult:
+    """Run (or resume) the study in `cfg.out`; returns what study.json holds."""
     from rlvr.study.analysis import analyse
     from rlvr.study.report import write_report
 
@@ -245,7 +245,7 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
             _run(cfg, [j for j in plan_jobs(cfg, base, out, budget) if j.kind == "sft-matched"], results, log)
     _judge(cfg, results, log)
     study = analyse(cfg, out, base, results)
-    write_json(out / "study.json", study)
+    write_json(out / "study.json", study.to_json())
     report = write_report(study, out / "study_report.html")
     failed = [k for k, r in results.items() if r["status"] != "done"]
     run.write_manifest(finished=not failed, wall_s=time.time() - t0, failed=failed)

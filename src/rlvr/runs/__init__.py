@@ -1,0 +1,57 @@
+"""Run folders, owned in one place (DESIGN.md, "Runs"): every file a command writes into a run folder
+is written and read here, with one NaN policy, one error style (`FILE[:LINE]: field 'x': ...`) and a
+schema version in each JSON file.
+
+    io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
+    records   typed `EvalResult` (eval.json) and `Manifest` (manifest.json) with their readers
+    folder    `RunDir` (a run folder being written), the checks before one is touched, the model card
+"""
+
+from rlvr.runs.folder import (
+    RunDir,
+    RunFolderError,
+    check_out,
+    check_resume,
+    check_space,
+    git_commit,
+    package_versions,
+    relocated_model,
+    write_model_card,
+)
+from rlvr.runs.io import (
+    SCHEMA_VERSION,
+    RunFileError,
+    append_jsonl,
+    clean,
+    iter_jsonl,
+    read_json,
+    read_jsonl,
+    read_yaml,
+    write_json,
+    write_jsonl,
+)
+from rlvr.runs.records import (
+    EvalResult,
+    JudgeSummary,
+    Manifest,
+    Metric,
+    ProblemResult,
+    Spread,
+    StudyComparison,
+    StudyCondition,
+    StudyPooled,
+    StudyResult,
+    StudyRun,
+    read_eval,
+    read_judge,
+    read_manifest,
+    read_study,
+)
+
+__all__ = [
+    "SCHEMA_VERSION", "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "RunDir", "RunFileError",
+    "RunFolderError", "Spread", "StudyComparison", "StudyCondition", "StudyPooled", "StudyResult", "StudyRun",
+    "append_jsonl", "check_out", "check_resume", "check_space", "clean", "git_commit", "iter_jsonl",
+    "package_versions", "read_eval", "read_judge", "read_json", "read_jsonl", "read_manifest", "read_study",
+    "read_yaml", "relocated_model", "write_json", "write_jsonl", "write_model_card",
+]  # fmt: skip

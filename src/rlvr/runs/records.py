@@ -1,0 +1,332 @@
+"""Typed records of the run-folder files that cross module boundaries: `eval.json` (an evaluation's
+metrics and per-problem results) and `manifest.json` (what reproduces a run).
+
+Readers validate once, at the file, and name the file and field on bad input; everything after works
+with attributes a type checker follows. Unknown extra keys are kept (`extra="allow"`): a newer rlvr
+may add fields without breaking an older reader of the same schema version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from rlvr.runs.io import RunFileError, read_json
+
+__all__ = [
+    "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "Spread", "StudyComparison",
+    "StudyCondition", "StudyPooled", "StudyResult", "StudyRun", "read_eval", "read_judge", "read_manifest",
+    "read_study", "validation_line",
+]  # fmt: skip
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class Metric(_Record):
+    """One metric of an evaluation: its value, 95% CI, k, samples per problem and token budget."""
+
+    value: float | None = None
+    ci: list[float | None] | None = None
+    k: int | None = None
+    n: int | None = None
+    tokens_per_problem: float | None = None
+
+
+class ProblemResult(_Record):
+    """One problem of an evaluation: `correct` of `n` samples, mean tokens, greedy correctness."""
+
+    id: str
+    n: int
+    correct: int
+    tokens: float
+    greedy: bool | None = None
+    n_steps: int | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            raise ValueError(f"missing or not a string, got {v!r}")
+        return v
+
+    @field_validator("n", mode="before")
+    @classmethod
+    def _n(cls, v: Any) -> Any:
+        if not _count(v) or v < 1:
+            raise ValueError(f"expected a sample count >= 1, got {v!r}")
+        return v
+
+    @field_validator("correct", mode="before")
+    @classmethod
+    def _correct(cls, v: Any, info: ValidationInfo) -> Any:
+        n = info.data.get("n")
+        if not _count(v) or not 0 <= v <= (n if isinstance(n, int) else v):
+            raise ValueError(f"expected a count of correct samples in 0..{n}, got {v!r}")
+        return v
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _tokens(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"missing or not a number, got {v!r}")
+        return v
+
+    @field_validator("greedy", mode="before")
+    @classmethod
+    def _greedy(cls, v: Any) -> Any:
+        if v is not None and not isinstance(v, bool):
+            raise ValueError(f"expected true or false, got {v!r}")
+        return v
+
+
+class EvalResult(_Record):
+    """`eval.json`: what was evaluated, how (sampling settings, budget), every metric and every problem.
+    Written by `rlvr eval` (`rlvr.evaluate.evaluation`); docs/evaluation.md lists the fields."""
+
+    schema_version: int = 1
+    model: str = ""
+    task: str
+    preset: str | None = None
+    split: str
+    data_hash: str | None = None
+    n_problems: int | None = None
+    n_samples: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_new_tokens: int | None = None
+    prompt_format: str | None = None
+    engine: str | None = None
+    truncated_frac: float | None = None
+    greedy_truncated_frac: float | None = None
+    tokens_per_sample: float | None = None
+    metrics: dict[str, Metric]
+    by_difficulty: dict[str, dict[str, Any]] = {}
+    per_problem: list[ProblemResult]
+    fidelity: dict[str, Any] = {}
+    seconds: float | None = None
+
+    def metric(self, name: str) -> Metric | None:
+        """The metric `name` when it has a value."""
+        m = self.metrics.get(name)
+        return m if m is not None and m.value is not None else None
+
+    def setting(self, name: str) -> Any:
+        """A sampling setting or other top-level field by name (None when absent)."""
+        return getattr(self, name, None)
+
+
+class Manifest(_Record):
+    """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
+    the resolved config, where the model input was, and whether the run finished."""
+
+    schema_version: int = 1
+    command: str | None = None
+    argv: list[str] = []
+    created: str | None = None
+    git_commit: str | None = None
+    versions: dict[str, str] = {}
+    host: dict[str, Any] = {}
+    seeds: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    config: dict[str, Any] | None = None
+    paths: dict[str, Any] = {}
+    finished: bool = False
+    wall_s: float | None = None
+
+
+class JudgeSummary(_Record):
+    """`judge.json` in an evaluation folder (`rlvr judge`): the LLM judge's error categories of the
+    judged completions (counts and shares), and its request, cache and failure counts."""
+
+    schema_version: int = 1
+    model: str | None = None
+    base_url: str | None = None
+    prompt_version: str | None = None
+    only_incorrect: bool = True
+    n_judged: int = 0
+    categories: dict[str, int] = {}
+    fractions: dict[str, float] = {}
+    n_parse_errors: int = 0
+    n_errors: int = 0
+    n_cached: int = 0
+    n_requests: int = 0
+
+    def brief(self) -> str:
+        """`calculation_error 12, missing_step 5 (20 judged by M)`, largest first.
+
+        >>> JudgeSummary(model="m", n_judged=3, categories={"other": 1, "missing_step": 2}).brief()
+        'missing_step 2, other 1 (3 judged by m)'
+        """
+        cats = sorted(((c, k) for c, k in self.categories.items() if k), key=lambda ck: (-ck[1], ck[0]))
+        return f"{', '.join(f'{c} {k}' for c, k in cats) or 'none'} ({self.n_judged} judged by {self.model})"
+
+
+class Spread(_Record):
+    """A number over seeds: mean, sample sd (None for one seed), min and max."""
+
+    mean: float | None = None
+    sd: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class StudyRun(_Record):
+    """One condition x seed of a study: its folders, status and evaluation numbers."""
+
+    seed: int
+    status: str
+    run_dir: str | None = None
+    eval_dir: str | None = None
+    train_seconds: float | None = None
+    steps_done: int | None = None
+    error: str | None = None
+    pass_at_1: float | None = Field(None, alias="pass@1")
+    greedy: float | None = None
+    fidelity: dict[str, float | None] = {}
+    judge: dict[str, int] | None = None
+
+
+class PooledPass(_Record):
+    value: float
+    ci: list[float]
+    seeds: Spread
+
+
+class StudyPooled(_Record):
+    """A condition pooled over its seeds (docs/study.md, "Statistics")."""
+
+    pass_at_1: PooledPass = Field(alias="pass@1")
+    greedy: Spread
+    fidelity: dict[str, Spread]
+    judge: dict[str, int] | None = None
+    n_seeds: int
+
+
+class StudyCondition(_Record):
+    name: str
+    kind: str
+    runs: list[StudyRun]
+    pooled: StudyPooled | None = None
+
+
+class StudyComparison(_Record):
+    """A paired test of `condition` against `reference` on the study's shared problems."""
+
+    condition: str
+    reference: str
+    metric: str
+    n_problems: int
+    reference_value: float
+    value: float
+    diff: float
+    ci: list[float]
+    test: str
+    pvalue: float
+    pvalue_adj: float | None = None
+    seeds: list[int]
+    diff_per_seed: list[float]
+    pvalue_per_seed: list[float] | None = None
+
+
+class StudyResult(_Record):
+    """`study.json`: the study's config, every condition x seed, the pooled metrics, the paired
+    comparisons (Holm-adjusted), learning curves per condition (train accuracy per step by seed)."""
+
+    schema_version: int = 1
+    config: dict[str, Any]
+    base: str
+    split: str
+    n_problems: int
+    n_samples: int
+    seeds: list[int]
+    conditions: list[StudyCondition]
+    comparisons: list[StudyComparison]
+    correction: str = "holm"
+    curves: dict[str, dict[str, list[float | None]]] = {}
+    notes: list[str] = []
+    failed: list[str] = []
+    errors: dict[str, str | None] = {}
+
+    def condition(self, name: str) -> StudyCondition:
+        return next(c for c in self.conditions if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's contents (keys as written: `pass@1`)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def read_study(path: str | Path) -> StudyResult:
+    """The `study.json` of a study folder (or the file itself), validated."""
+    file = _file(path, "study.json")
+    try:
+        return StudyResult.model_validate(read_json(file))
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def validation_line(file: Path, e: ValidationError) -> str:
+    """The first error of a record's validation as one line: `FILE: field 'a[0].b': message`."""
+    err = e.errors()[0]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "missing":
+        msg = "missing"
+    return f"{file}: field '{_loc(tuple(err['loc']))}': {msg}" if err["loc"] else f"{file}: {msg}"
+
+
+def _file(path: str | Path, name: str) -> Path:
+    p = Path(path)
+    return p / name if p.is_dir() else p
+
+
+def read_eval(path: str | Path) -> EvalResult:
+    """The `eval.json` of an evaluation folder (or the file itself), validated.
+
+    >>> read_eval("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    rlvr.runs.io.RunFileError: /nonexistent: no eval.json (not an evaluation folder)
+    """
+    file = _file(path, "eval.json")
+    if not file.exists():
+        raise RunFileError(f"{path}: no eval.json (not an evaluation folder)")
+    data = read_json(file)
+    try:
+        return EvalResult.model_validate(data)
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
+
+
+def read_judge(eval_dir: str | Path) -> JudgeSummary | None:
+    """The LLM judge's `judge.json` of an evaluation folder, or None when it was never judged."""
+    file = Path(eval_dir) / "judge.json"
+    if not file.exists():
+        return None
+    try:
+        return JudgeSummary.model_validate(read_json(file))
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    """The `manifest.json` of a run folder (or the file itself), validated."""
+    file = _file(path, "manifest.json")
+    try:
+        return Manifest.model_validate(read_json(file))
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None

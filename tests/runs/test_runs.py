@@ -1,0 +1,106 @@
+"""rlvr.runs: the one reader and writer of run-folder files (schema versions, NaN policy, errors)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlvr.runs import (
+    SCHEMA_VERSION,
+    RunFileError,
+    append_jsonl,
+    clean,
+    read_eval,
+    read_json,
+    read_jsonl,
+    read_manifest,
+    write_json,
+    write_jsonl,
+)
+
+
+def _eval(**changes) -> dict:  # type: ignore[no-untyped-def]
+    row = {"id": "p0", "n": 2, "correct": 1, "tokens": 10.0, "greedy": True}
+    body = {"task": "arith", "split": "test", "metrics": {"pass@1": {"value": 0.5, "ci": [0.4, 0.6], "k": 1, "n": 2}},
+            "per_problem": [row]}  # fmt: skip
+    body.update(changes)
+    return body
+
+
+def test_json_round_trip_writes_the_schema_version_and_nulls_for_nan(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "x.json", {"a": math.nan, "b": np.float64("inf"), "c": np.bool_(True), "d": (1, 2)})
+    text = path.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert read_json(path) == {"schema_version": SCHEMA_VERSION, "a": None, "b": None, "c": True, "d": [1, 2]}
+    assert not list(tmp_path.glob(".*tmp"))  # the temporary file was renamed away
+
+
+def test_a_newer_schema_version_is_refused_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "eval.json").write_text(json.dumps({**_eval(), "schema_version": SCHEMA_VERSION + 1}))
+    with pytest.raises(RunFileError, match=r"eval.json: schema version 2 is newer than this rlvr reads \(1\)"):
+        read_eval(tmp_path)
+    (tmp_path / "eval.json").write_text(json.dumps({**_eval(), "schema_version": "one"}))
+    with pytest.raises(RunFileError, match="field 'schema_version': expected a positive integer"):
+        read_eval(tmp_path)
+
+
+def test_a_file_without_a_version_reads_as_version_1(tmp_path: Path) -> None:
+    (tmp_path / "eval.json").write_text(json.dumps(_eval()))
+    e = read_eval(tmp_path)
+    assert e.schema_version == 1 and e.per_problem[0].correct == 1 and e.metric("pass@1").value == 0.5  # type: ignore[union-attr]
+    assert e.metric("greedy") is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"per_problem": [{"id": "p0", "n": 2, "correct": 3, "tokens": 1.0}]},
+         "field 'per_problem[0].correct': expected a count of correct samples in 0..2, got 3"),
+        ({"per_problem": [{"id": "p0", "n": 0, "correct": 0, "tokens": 1.0}]},
+         "field 'per_problem[0].n': expected a sample count >= 1, got 0"),
+        ({"per_problem": [{"id": 7, "n": 1, "correct": 0, "tokens": 1.0}]}, "field 'per_problem[0].id'"),
+        ({"metrics": {"pass@1": {"value": "high"}}}, "field 'metrics.pass@1.value'"),
+        ({"per_problem": None}, "field 'per_problem'"),
+    ],
+)  # fmt: skip
+def test_a_bad_eval_json_names_the_field(tmp_path: Path, changes: dict, message: str) -> None:
+    (tmp_path / "eval.json").write_text(json.dumps(_eval(**changes)))
+    with pytest.raises(RunFileError) as e:
+        read_eval(tmp_path)
+    assert str(e.value) == f"{tmp_path / 'eval.json'}: {message}" or message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_missing_task_and_torn_json_name_the_file(tmp_path: Path) -> None:
+    body = _eval()
+    del body["task"]
+    (tmp_path / "eval.json").write_text(json.dumps(body))
+    with pytest.raises(RunFileError, match="eval.json: field 'task': missing"):
+        read_eval(tmp_path)
+    (tmp_path / "eval.json").write_text('{"task": "arith",\n "split": ')
+    with pytest.raises(RunFileError, match=r"eval.json:2: invalid JSON"):
+        read_eval(tmp_path)
+
+
+def test_jsonl_rows_append_and_bad_lines_name_file_and_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "m.jsonl", [{"step": 1, "loss": math.nan}])
+    append_jsonl(path, [{"step": 2, "loss": 0.5}])
+    assert read_jsonl(path) == [{"step": 1, "loss": None}, {"step": 2, "loss": 0.5}]
+    with path.open("a") as fh:
+        fh.write("\n[1]\n")
+    with pytest.raises(RunFileError, match=r"m.jsonl:4: expected a JSON object"):
+        read_jsonl(path)
+    assert read_jsonl(tmp_path / "none.jsonl", missing_ok=True) == []
+    with pytest.raises(RunFileError, match="none.jsonl: no such file"):
+        read_jsonl(tmp_path / "none.jsonl")
+
+
+def test_manifest_reads_typed_with_extra_keys_kept(tmp_path: Path) -> None:
+    write_json(tmp_path / "manifest.json", {"command": "train", "finished": True, "wall_s": 3.5, "objective": {"x": 1}})
+    m = read_manifest(tmp_path)
+    assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.model_extra == {"objective": {"x": 1}}
+    assert clean({1: {2}}) == {"1": [2]}
