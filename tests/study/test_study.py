@@ -135,12 +135,14 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
 def test_quick_preset_on_the_embedded_default_from_the_command_line(tmp_path: Path) -> None:
     """`rlvr study --preset reward-separation --quick`: builds the embedded base, runs 3 arms x 2 seeds
     in 2 worker processes, writes study.json and the report, and prints the tables."""
+    import os
     import subprocess
     import sys
 
     out = tmp_path / "sep"
     argv = ["study", "--preset", "reward-separation", "--quick", "--workers", "2", "--out", str(out)]
-    res = subprocess.run([sys.executable, "-m", "rlvr", *argv], capture_output=True, text=True, timeout=1500)
+    env = {**os.environ, "COLUMNS": "200"}  # rich fits its tables to the terminal: give it room to print names
+    res = subprocess.run([sys.executable, "-m", "rlvr", *argv], capture_output=True, text=True, timeout=1500, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     study = json.loads((out / "study.json").read_text())
     assert [c["name"] for c in study["conditions"]] == ["base", "both", "correctness-only", "format-only"]
