@@ -104,3 +104,9 @@ def test_manifest_reads_typed_with_extra_keys_kept(tmp_path: Path) -> None:
     m = read_manifest(tmp_path)
     assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.model_extra == {"objective": {"x": 1}}
     assert clean({1: {2}}) == {"1": [2]}
+
+
+def test_jsonl_lines_split_on_newlines_only(tmp_path: Path) -> None:
+    """A completion holding U+2028 (written raw with ensure_ascii=False) stays one row."""
+    path = write_jsonl(tmp_path / "s.jsonl", [{"completion": "a\u2028b\x85c"}, {"completion": "d"}])
+    assert [r["completion"] for r in read_jsonl(path)] == ["a\u2028b\x85c", "d"]

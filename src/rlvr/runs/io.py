@@ -70,17 +70,23 @@ def check_schema(path: Path, data: dict[str, Any], supported: int = SCHEMA_VERSI
     return version
 
 
-def read_json(path: str | Path) -> dict[str, Any]:
-    """A JSON object from `path`, its schema version checked."""
-    path = Path(path)
+def _read_text(path: Path) -> str:
+    """The file's UTF-8 text; a missing, unreadable or non-UTF-8 file is one RunFileError line."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except OSError as e:
         raise RunFileError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise RunFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A JSON object from `path`, its schema version checked."""
+    path = Path(path)
+    try:
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
     if not isinstance(data, dict):
@@ -93,13 +99,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from `path` (a run's config.yaml)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except OSError as e:
-        raise RunFileError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise RunFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        data = yaml.safe_load(_read_text(path))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -113,24 +113,16 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """`(line number, object)` for each non-blank line of a JSONL file; a line that is not a JSON
     object raises RunFileError naming file and line."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for i, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise RunFileError(f"{path}:{i}: invalid JSON: {e.msg}") from None
-                if not isinstance(row, dict):
-                    raise RunFileError(f"{path}:{i}: expected a JSON object, got {type(row).__name__}")
-                yield i, row
-    except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise RunFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise RunFileError(f"{path}: cannot read: {e.strerror}") from None
+    for i, line in enumerate(_read_text(path).split("\n"), 1):  # not splitlines: U+2028 may sit in a string
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RunFileError(f"{path}:{i}: invalid JSON: {e.msg}") from None
+        if not isinstance(row, dict):
+            raise RunFileError(f"{path}:{i}: expected a JSON object, got {type(row).__name__}")
+        yield i, row
 
 
 def read_jsonl(path: str | Path, *, missing_ok: bool = False) -> list[dict[str, Any]]:
