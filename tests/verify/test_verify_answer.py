@@ -526,7 +526,9 @@ def test_one_megabyte_is_fast(make: object) -> None:
     text = make(1_000_000)  # type: ignore[operator]
     start = time.perf_counter()
     verdict = verify_answer(text, "18")
-    assert time.perf_counter() - start < 0.5
+    # bounded, not fast (speed is bench/'s job): milliseconds here, minutes if a scan went quadratic;
+    # loose because a loaded CI machine once took 0.65 s for a similar 4 ms case
+    assert time.perf_counter() - start < 5.0
     assert verdict.reason in REASONS
 
 
