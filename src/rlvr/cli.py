@@ -7,7 +7,7 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -15,6 +15,7 @@ from rich.console import Console
 from rlvr.config import ConfigError
 from rlvr.review.cli import review_app
 from rlvr.search.cli import search_app
+from rlvr.study.cli import study_command
 
 app = typer.Typer(
     add_completion=False,
@@ -30,6 +31,7 @@ app.add_typer(models_app, name="models")
 rewards_app = typer.Typer(no_args_is_help=True, help="Reward functions: check candidate reward code in the sandbox.")
 app.add_typer(rewards_app, name="rewards")
 app.add_typer(search_app, name="search")
+app.command("study")(study_command)
 
 console = Console(stderr=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")]
@@ -366,76 +368,6 @@ def compare(
     if out is not None:
         write_compare_plots(evals, out, labels=[r.name for r in c.runs])
         console.print(f"compare: {out / 'compare.json'}")
-
-
-@app.command()
-def study(
-    config: Annotated[Path | None, typer.Option("--config", help="Study YAML (conditions, seeds, ...).")] = None,
-    preset: Annotated[str | None, typer.Option(help="A named study: granularity or reward-separation.")] = None,
-    out: Annotated[str | None, typer.Option(help="Study folder.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A small version of the same grid (minutes).")] = False,
-    resume: Annotated[
-        Path | None, typer.Option(help="Finish the study in this folder (reruns only what is missing).")
-    ] = None,
-    workers: Annotated[int | None, typer.Option(help="Runs in parallel local processes (0: in this process).")] = None,
-    ray: Annotated[str | None, typer.Option("--ray", help="Ray address (auto, ray://host:port, local).")] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Base model or run folder (default: build the embedded base).")
-    ] = None,
-    task: Annotated[str | None, typer.Option(help="Task (arith, gsm8k or a JSONL file).")] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="GRPO steps per run.")] = None,
-    seeds: Annotated[str | None, typer.Option(help="Comma-separated seeds, e.g. 0,1,2.")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a study already in --out.")] = False,
-) -> None:
-    """Conditions x seeds from one base, every run evaluated on the same problems; writes study.json and
-    study_report.html (pooled metrics with CIs, paired comparisons with Holm, fidelity, learning curves)."""
-    from rich.table import Table
-
-    from rlvr.config import load_config
-    from rlvr.study import QUICK, STUDY_PRESETS, StudyConfig, run_study
-    from rlvr.study.report import comparison_rows, result_rows
-
-    seed_list = None
-    if seeds is not None:
-        try:
-            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            fail(f"--seeds: expected comma-separated integers, got {seeds!r}")
-    flags: dict[str, Any] = {"out": out, "workers": workers, "ray": ray, "base": model, "task": task, "steps": steps,
-                             "seeds": seed_list}  # fmt: skip
-    if resume is not None:
-        if not (resume / "config.yaml").is_file():
-            fail(f"{resume}: not a study folder (no config.yaml)")
-        cfg = load_config(StudyConfig, resume / "config.yaml", {"out": str(resume), "workers": workers, "ray": ray})
-    else:
-        if (config is None) == (preset is None):
-            fail("give --config FILE or --preset NAME (granularity, reward-separation)")
-        if preset is not None and preset not in STUDY_PRESETS:
-            fail(f"unknown study preset {preset!r}; known: {', '.join(sorted(STUDY_PRESETS))}")
-        base: dict[str, Any] = {**(STUDY_PRESETS[preset] if preset else {}), **(QUICK if quick else {})}
-        if quick and task not in (None, "arith"):
-            base["steps"] = 2
-        cfg = load_config(StudyConfig, config, flags, base=base)
-    try:
-        result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=lambda m: console.print(m))
-    except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
-        fail(str(e))
-    table = Table(title=f"{result.split}: {result.n_problems} problems x {result.n_samples}, "
-                        f"seeds {', '.join(map(str, result.seeds))}")  # fmt: skip
-    for col in ("condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"):
-        table.add_column(col)
-    for row in result_rows(result):
-        table.add_row(*row)
-    Console().print(table)
-    if result.comparisons:
-        ct = Table(title="paired comparisons (p adjusted by Holm over all tests)")
-        for col in ("comparison", "metric", "ref", "cond", "diff (95% CI)", "per seed", "p", "p adj"):
-            ct.add_column(col)
-        for row in comparison_rows(result):
-            ct.add_row(*row)
-        Console().print(ct)
-    if result.failed:
-        raise typer.Exit(1)
 
 
 @app.command()
