@@ -81,7 +81,14 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
 def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> dict[str, Any]:
     """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
     that holds an earlier demo is refused unless `overwrite`, which replaces it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     plan = PLANS["quick" if quick else "full"]
     earlier = [p for p in ("summary.json", "base", "grpo", "evals") if (out / p).exists()]
@@ -95,7 +102,8 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         else:
             (out / p).unlink()
     out.mkdir(parents=True, exist_ok=True)
-    cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn())  # fmt: skip
     with Progress(*cols) as progress:
         sft_cfg = load_config(
             SFTConfig,
