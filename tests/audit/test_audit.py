@@ -21,6 +21,7 @@ from rlvr.audit.contamination import build_index, contamination_report, masked, 
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import model_key
 from rlvr.evaluate.compare import paired_tests
+from rlvr.runs.review import Agreement, ClassifierStats, Headline, ReviewStats, ReviewSummary, Verifiers
 from rlvr.tasks import load_task, problems_hash
 
 N_TRAIN = 200
@@ -457,7 +458,13 @@ def _stats(**summary) -> dict[str, Any]:
     base = {"n_labelled": 60, "n_reviewers": 2, "answer_kappa_min": 0.8, "verifier_precision": 0.97,
             "verifier_recall": 0.98, "pass@1_verifier": 0.5, "pass@1_corrected": 0.49,
             "pass@1_corrected_ci": [0.44, 0.55], "verifier_pass@1_in_corrected_ci": True}  # fmt: skip
-    return {"schema": "rlvr.review.stats/1", "summary": {**base, **summary}}
+    stats = ReviewStats(
+        review_dir="review", seed=0, n_items=60, n_labelled=60, coverage=1.0,
+        summary=ReviewSummary.model_validate({**base, **summary}), agreement=Agreement(),
+        verifiers=Verifiers(verifier=ClassifierStats(n=60, tp=30, fp=1, fn=1, tn=28)),
+        headline=Headline.model_validate({"pass@1": {"n": 60}, "strict@1": {"n": 60}}),
+    )  # fmt: skip
+    return stats.to_json()
 
 
 def test_human_check(tmp_path: Path) -> None:
@@ -474,6 +481,9 @@ def test_human_check(tmp_path: Path) -> None:
     assert r.status == "warn" and "one reviewer" in r.summary and "only 10 labelled" in r.summary
     (evals[1] / "review" / "stats.json").write_text("{not json")
     assert check(run, evals, "human").status == "warn"
+    _write(evals[1] / "review" / "stats.json", {"schema": "rlvr.review.stats/1", "summary": {}})
+    r = check(run, evals, "human")  # a stats file that is not one: the field, in one line
+    assert r.status == "warn" and r.summary.startswith("unreadable: ") and "field 'review_dir': missing" in r.summary
 
 
 # ------------------------------------------------------------------ the whole audit

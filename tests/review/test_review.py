@@ -29,8 +29,9 @@ from rlvr.review import (
     strata_of,
 )
 from rlvr.review.cli import review_app
-from rlvr.review.stats import classifier_stats, consensus, corrected_accuracy, reviewer_agreement
+from rlvr.review.stats import classifier_stats, consensus, corrected_accuracy, reviewer_agreement, write_stats
 from rlvr.review.store import StoredLabel
+from rlvr.runs.review import read_review_stats
 
 # ---------------------------------------------------------------- fixtures
 
@@ -394,22 +395,22 @@ def test_reviewer_agreement_is_pairwise_kappa_on_shared_items() -> None:
     labels.append(L("only-x", "x", True))
     (pair,) = reviewer_agreement(labels)
     # 4 of 6 agree; each rater says yes 3 of 6 times: p_e = 0.5, kappa = (4/6 - 1/2) / (1/2) = 1/3
-    assert pair["a"] == "x" and pair["b"] == "y" and pair["n"] == 6
-    assert pair["answer_agreement"] == pytest.approx(4 / 6)
-    assert pair["answer_kappa"] == pytest.approx(1 / 3) == cohen_kappa(x, y)
-    assert pair["reasoning_kappa"] == 1.0
+    assert pair.a == "x" and pair.b == "y" and pair.n == 6
+    assert pair.answer_agreement == pytest.approx(4 / 6)
+    assert pair.answer_kappa == pytest.approx(1 / 3) == cohen_kappa(x, y)
+    assert pair.reasoning_kappa == 1.0
 
 
 def test_classifier_stats_and_corrected_accuracy_by_hand() -> None:
     s = classifier_stats([True] * 6 + [False] * 4, [True] * 5 + [False] + [True] * 1 + [False] * 3)
-    assert (s["tp"], s["fp"], s["fn"], s["tn"]) == (5, 1, 1, 3)
-    assert s["precision"] == pytest.approx(5 / 6) and s["recall"] == pytest.approx(5 / 6)
+    assert (s.tp, s.fp, s.fn, s.tn) == (5, 1, 1, 3)
+    assert s.precision == pytest.approx(5 / 6) and s.recall == pytest.approx(5 / 6)
     # population: the verifier passes 70%; people confirm 5/6 of its passes and find 1/4 of its fails right
     out = corrected_accuracy([True] * 6 + [False] * 4, [True] * 5 + [False] + [True] + [False] * 3, 0.7, seed=0)
-    assert out["value"] == pytest.approx(0.7 * 5 / 6 + 0.3 * 1 / 4)
-    assert out["ci"][0] < out["value"] < out["ci"][1]
+    assert out.value == pytest.approx(0.7 * 5 / 6 + 0.3 * 1 / 4)
+    assert out.ci is not None and out.ci[0] < out.value < out.ci[1]
     assert out == corrected_accuracy([True] * 6 + [False] * 4, [True] * 5 + [False] + [True] + [False] * 3, 0.7)
-    assert corrected_accuracy([True, True], [True, False], 0.5)["value"] is None  # no verifier-wrong labels
+    assert corrected_accuracy([True, True], [True, False], 0.5).value is None  # no verifier-wrong labels
 
 
 def test_compute_stats_on_a_labelled_slice(review_dir: Path) -> None:
@@ -422,34 +423,42 @@ def test_compute_stats_on_a_labelled_slice(review_dir: Path) -> None:
     for it, h in zip(first[:4], [True, False, False, True], strict=True):
         store.put(Label(it["item_id"], "bob", h, True), 0)
     s = compute_stats(review_dir, seed=0, n_resamples=500)
-    assert s["schema"] == "rlvr.review.stats/1" and s["n_items"] == 10 and s["n_labelled"] == 6
-    assert s["reviewers"] == {"ann": 6, "bob": 4}
-    assert s["agreement"]["pairs"][0]["n"] == 4 and s["agreement"]["items_multiply_labelled"] == 4
+    assert s.schema_ == "rlvr.review.stats/1" and s.n_items == 10 and s.n_labelled == 6
+    assert s.reviewers == {"ann": 6, "bob": 4}
+    assert s.agreement.pairs[0].n == 4 and s.agreement.items_multiply_labelled == 4
     # consensus: items 0-3 are 2-reviewer majorities (ties -> False), 4-5 are ann alone
     cons = [True, False, False, True, False, False]
     verdict = [bool(it["correct"]) for it in first]
-    p1 = s["headline"]["pass@1"]
-    assert p1["n"] == 6 and p1["human"]["value"] == pytest.approx(2 / 6)
-    assert p1["verifier"]["value"] == pytest.approx(np.mean(verdict))
-    assert p1["human_minus_verifier"]["value"] == pytest.approx(2 / 6 - np.mean(verdict))
+    p1 = s.headline.pass_at_1
+    assert p1.n == 6 and p1.human.value == pytest.approx(2 / 6)
+    assert p1.verifier.value == pytest.approx(np.mean(verdict))
+    assert p1.human_minus_verifier.value == pytest.approx(2 / 6 - np.mean(verdict))
     tp = sum(v and c for v, c in zip(verdict, cons, strict=True))
-    assert s["verifiers"]["verifier"]["tp"] == tp
-    assert s["verifiers"]["verifier"]["precision"] == (tp / sum(verdict) if sum(verdict) else None)
-    assert s["errors"]["calculation"] == 3
-    assert set(s["by_stratum"]) == {"verdict", "reward", "length", "disagreement", "difficulty"}
-    summary = s["summary"]
-    assert summary["n_labelled"] == 6 and summary["n_reviewers"] == 2
-    assert summary["answer_kappa_min"] == s["agreement"]["answer_kappa_min"]
-    assert summary["pass@1_corrected"] == p1["corrected"]["value"]
-    json.dumps(s)  # serialisable as is
+    assert s.verifiers.verifier.tp == tp
+    assert s.verifiers.verifier.precision == (tp / sum(verdict) if sum(verdict) else None)
+    assert s.errors["calculation"] == 3
+    assert set(s.by_stratum) == {"verdict", "reward", "length", "disagreement", "difficulty"}
+    summary = s.summary
+    assert summary.n_labelled == 6 and summary.n_reviewers == 2
+    assert summary.answer_kappa_min == s.agreement.answer_kappa_min
+    assert summary.pass_at_1_corrected == p1.corrected.value
+    # the file keeps the documented keys and reads back equal
+    path, written = write_stats(review_dir, seed=0, n_resamples=500)
+    data = json.loads(path.read_text())
+    assert data["schema"] == "rlvr.review.stats/1" and data["schema_version"] == 1
+    assert data["summary"]["pass@1_corrected"] == p1.corrected.value and set(data["verifiers"]) >= {"verifier2"}
+    assert data["headline"]["pass@1"]["n"] == 6 and data["headline"]["strict@1"]["n"] == 6
+    assert read_review_stats(path) == written == s
 
 
 def test_compute_stats_without_labels(review_dir: Path) -> None:
     s = compute_stats(review_dir, n_resamples=100)
-    assert s["n_labelled"] == 0 and s["coverage"] == 0.0 and s["reviewers"] == {}
-    assert s["headline"]["pass@1"]["human"] == {"value": None, "ci": None}
-    assert s["verifiers"]["verifier"]["precision"] is None
-    assert s["summary"]["verifier_pass@1_in_corrected_ci"] is None
+    assert s.n_labelled == 0 and s.coverage == 0.0 and s.reviewers == {}
+    assert s.headline.pass_at_1.human.value is None and s.headline.pass_at_1.human.ci is None
+    assert s.verifiers.verifier.precision is None
+    assert s.summary.verifier_in_corrected_ci is None
+    path, _ = write_stats(review_dir, n_resamples=100)
+    assert set(json.loads(path.read_text())["verifiers"]) == {"verifier"}  # none labelled: no second verifier
 
 
 # ---------------------------------------------------------------- web API

@@ -216,15 +216,15 @@ def test_label_with_keyboard_survive_kill_and_stats(server: Server, review_dir: 
     _, stats = write_stats(review_dir, seed=0, n_resamples=300)
     verifier = [bool(it["correct"]) for it in items[:4]]
     human = [True, False, True, False]
-    p1 = stats["headline"]["pass@1"]
-    assert stats["n_labelled"] == 4 and stats["reviewers"] == {"alice": 4}
-    assert p1["human"]["value"] == pytest.approx(2 / 4)
-    assert p1["verifier"]["value"] == pytest.approx(sum(verifier) / 4)
+    p1 = stats.headline.pass_at_1
+    assert stats.n_labelled == 4 and stats.reviewers == {"alice": 4}
+    assert p1.human.value == pytest.approx(2 / 4)
+    assert p1.verifier.value == pytest.approx(sum(verifier) / 4)
     tp = sum(v and h for v, h in zip(verifier, human, strict=True))
-    v = stats["verifiers"]["verifier"]
-    assert (v["tp"], v["fp"], v["fn"]) == (tp, sum(verifier) - tp, 2 - tp)
-    assert stats["headline"]["strict@1"]["human"]["value"] == pytest.approx(1 / 4)
-    assert stats["errors"]["calculation"] == 1 and stats["errors"]["derivation"] == 1
+    v = stats.verifiers.verifier
+    assert (v.tp, v.fp, v.fn) == (tp, sum(verifier) - tp, 2 - tp)
+    assert stats.headline.strict_at_1.human.value == pytest.approx(1 / 4)
+    assert stats.errors["calculation"] == 1 and stats.errors["derivation"] == 1
     assert (review_dir / "stats.json").exists()
 
 

@@ -16,6 +16,7 @@ from rlvr.cli import app
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
+from rlvr.runs.search import DevScores, ScreenResult, read_search_results
 from rlvr.search import run as search_run
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
@@ -71,11 +72,11 @@ def test_f1_and_dev_scores_hand_computed():
     correct = np.array([[1, 1], [1, 0], [0, 0], [1, 1], [1, 0]], dtype=bool)
     answered = np.array([[1, 1], [1, 1], [0, 0], [1, 1], [1, 1]], dtype=bool)
     s = dev_scores(correct, answered, seed=0)
-    assert s["accuracy"] == pytest.approx(6 / 10)
-    assert s["answered"] == pytest.approx(8 / 10)
-    assert s["f1"] == pytest.approx(f1_score(6, 8, 10))
-    assert s["f1_ci"][0] <= s["f1"] <= s["f1_ci"][1]
-    assert s["accuracy_ci"][0] <= s["accuracy"] <= s["accuracy_ci"][1]
+    assert s.accuracy == pytest.approx(6 / 10)
+    assert s.answered == pytest.approx(8 / 10)
+    assert s.f1 == pytest.approx(f1_score(6, 8, 10))
+    assert s.f1_ci is not None and s.f1_ci[0] <= s.f1 <= s.f1_ci[1]
+    assert s.accuracy_ci is not None and s.accuracy_ci[0] <= s.accuracy <= s.accuracy_ci[1]
 
 
 def test_final_tests_equal_paired_tests(tmp_path):
@@ -86,21 +87,22 @@ def test_final_tests_equal_paired_tests(tmp_path):
     arms = {}
     for name, p in (("control", 0.3), ("a", 0.6), ("b", 0.35)):
         correct, greedy = rng.binomial(4, p, 12), (rng.random(12) < p).astype(int)
-        per_problem = {"correct": correct.tolist(), "greedy": greedy.tolist()}
-        scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4}
+        per_problem = {"ids": [str(i) for i in range(12)], "correct": correct.tolist(), "answered": [4] * 12,
+                       "greedy": greedy.tolist()}  # fmt: skip
+        scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4, "n_problems": 12}
         s.store.set_meta(f"test/{name}", {**scores, "per_problem": per_problem})
         arms[name] = (correct / 4, greedy)
     for correction in ("holm", "bonferroni"):
         s.cfg = cfg.model_copy(update={"correction": correction})
-        got = s.final({n: {"key": n, "run_dir": str(tmp_path)} for n in arms})["tests"]
+        got = s.final({n: ScreenResult(key=n, run_dir=str(tmp_path)) for n in arms}).tests
         ctrl = arms["control"]
         ref = [paired_tests((ctrl[0], arms[n][0]), (ctrl[1], arms[n][1]), seed=cfg.seed) for n in ("a", "b")]
         adjusted = adjust_pvalues([g.pvalue for _, g in ref], correction)
-        assert [t["b"] for t in got] == ["a", "b"]
+        assert [t.b for t in got] == ["a", "b"]
         for t, (p1, g), p_adj in zip(got, ref, adjusted, strict=True):
-            assert (t["pass1_diff"], t["pass1_diff_ci"], t["pvalue"]) == (p1.diff, list(p1.ci), g.pvalue)
-            assert (t["p_adjusted"], t["b01"], t["b10"]) == (p_adj, g.detail["b01"], g.detail["b10"])
-            assert t["greedy_diff"] == pytest.approx(g.diff)
+            assert (t.pass1_diff, t.pass1_diff_ci, t.pvalue) == (p1.diff, list(p1.ci), g.pvalue)
+            assert (t.p_adjusted, t.b01, t.b10) == (p_adj, g.detail["b01"], g.detail["b10"])
+            assert t.greedy_diff == pytest.approx(g.diff)
 
 
 def test_ensemble_reward_is_a_weighted_mean_with_the_none_policy():
@@ -121,8 +123,9 @@ def test_ensemble_reward_is_a_weighted_mean_with_the_none_policy():
     assert all(m.closed for m in members)
 
 
-def _done(name: str, f1: float, steps: int = 10) -> dict:
-    return {"status": "done", "steps": steps, "scores": {"f1": f1, "accuracy": f1, "f1_ci": [f1, f1]}, "key": name}
+def _done(name: str, f1: float, steps: int = 10) -> ScreenResult:
+    scores = DevScores(f1=f1, accuracy=f1, f1_ci=[f1, f1], n_problems=4, n_samples=2)
+    return ScreenResult(key=name, status="done", steps=steps, scores=scores)
 
 
 def test_ranking_and_ensemble_choice(tmp_path, tiny_model_dir):
@@ -138,12 +141,12 @@ def test_ranking_and_ensemble_choice(tmp_path, tiny_model_dir):
     # a halving survivor with more steps outranks a higher score at fewer steps
     s.store.add_screen("cand/r1-c2/s30/seed0", "candidate", ["r1-c2"], 30, 0, _done("r1-c2", 0.05, steps=30))
     board = s.leaderboard()
-    assert [x["row"].name for x in board][:5] == ["r1-c2", "r1-c0", "r1-c1", "r2-c0", "r2-c1"]
-    assert board[-1]["row"].name == "r2-c2" and board[-1]["result"] is None
+    assert [x.row.name for x in board][:5] == ["r1-c2", "r1-c0", "r1-c1", "r2-c0", "r2-c1"]
+    assert board[-1].row.name == "r2-c2" and board[-1].result is None
     ens = s.pick_ensembles(board)
     assert [r.name for r in ens["top"]] == ["r1-c2", "r1-c0"]
     assert [r.name for r in ens["diverse"]] == ["r1-c2", "r2-c0"]  # the best of each round
-    screened = {x["row"].name for x in board if x["result"]}
+    screened = {x.row.name for x in board if x.result}
     assert len(ens["random"]) == 2 and {r.name for r in ens["random"]} <= screened
     hist = {h.name: h for h in s.history()}
     assert hist["r2-c2"].failure and hist["r2-c2"].score is None
@@ -177,16 +180,17 @@ def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_
     kinds = {e["kind"] for e in on_disk["ensembles"]}
     assert {"top", "random"} <= kinds <= {"top", "diverse", "random"}
     assert len(on_disk["seeds"]["runs"]) == 2
-    assert {t["b"] for t in res["final"]["tests"]} >= {"top ensemble", "random ensemble"}
-    for t in res["final"]["tests"]:
-        assert 0 <= t["pvalue"] <= t["p_adjusted"] <= 1
+    assert res.final is not None and {t.b for t in res.final.tests} >= {"top ensemble", "random ensemble"}
+    for t in res.final.tests:
+        assert t.p_adjusted is not None and 0 <= t.pvalue <= t.p_adjusted <= 1
+    assert read_search_results(out) == res  # results.json reads back as what the search returned
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["finished"] is True and manifest["command"] == "search"
     n_screens = len(Store(out / "search.db").screens())
     assert n_screens == 1 + 4 + len(kinds) + 1  # control, candidates, ensembles, one more seed
 
     # lose one finished screen (as if killed while it ran), then resume
-    lost = next(s["key"] for s in Store(out / "search.db").screens("candidate"))
+    lost = next(s.key for s in Store(out / "search.db").screens("candidate"))
     with sqlite3.connect(out / "search.db") as db:
         db.execute("DELETE FROM screens WHERE key = ?", (lost,))
     logs.clear()
@@ -194,7 +198,7 @@ def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_
     reran = [m for m in logs if "] " in m and ("F1" in m or "FAILED" in m)]
     assert len(reran) == 1 and lost in reran[0]
     assert not any("proposed" in m for m in logs)  # rounds are not proposed again
-    assert {c["name"] for c in res2["candidates"]} == set(names)
+    assert {c.name for c in res2.candidates} == set(names)
 
 
 def test_existing_search_folder_needs_resume(tmp_path, tiny_model_dir):
@@ -206,19 +210,19 @@ def test_existing_search_folder_needs_resume(tmp_path, tiny_model_dir):
 
 def test_process_pool_runs_a_screen_in_a_fresh_process(tmp_path, tiny_model_dir):
     job = _screen_job(tiny_model_dir, tmp_path / "run")
-    got: list[dict] = []
+    got: list[ScreenResult] = []
     run_jobs([job], lambda j, r: got.append(r), workers=1)
-    assert got[0]["status"] == "done", got[0].get("error")
-    assert got[0]["scores"]["n_problems"] == 3
+    assert got[0].status == "done" and got[0].scores is not None, got[0].error
+    assert got[0].scores.n_problems == 3
     assert (tmp_path / "run" / "model" / "config.json").exists()
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 def test_a_failing_screen_is_recorded_not_raised(tmp_path):
     job = _screen_job(tmp_path / "missing", tmp_path / "run")
-    got: list[dict] = []
+    got: list[ScreenResult] = []
     run_jobs([job], lambda j, r: got.append(r), workers=0)
-    assert got[0]["status"] == "failed" and "missing" in got[0]["error"]
+    assert got[0].status == "failed" and "missing" in (got[0].error or "")
 
 
 def test_cli_errors_exit_2_with_the_reason(tmp_path):
@@ -238,7 +242,7 @@ def test_cli_errors_exit_2_with_the_reason(tmp_path):
 def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
     pytest.importorskip("ray")
     jobs = [_screen_job(tiny_model_dir, tmp_path / f"run{s}", key=f"baseline/s1/seed{s}", seed=s) for s in range(2)]
-    got: dict[str, dict] = {}
+    got: dict[str, ScreenResult] = {}
     try:
         run_jobs(jobs, lambda j, r: got.__setitem__(j.key, r), ray="local", cpus_per_job=1)
     finally:
@@ -246,7 +250,7 @@ def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
 
         ray.shutdown()
     assert sorted(got) == [j.key for j in jobs]
-    assert all(r["status"] == "done" for r in got.values()), got
+    assert all(r.status == "done" for r in got.values()), got
 
 
 def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_path, tiny_model_dir, monkeypatch):
@@ -275,9 +279,9 @@ def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_pat
 
     monkeypatch.setattr(search_run, "run_jobs", fake_run_jobs)
     res = calibrate(out, n=4, short_frac=1 / 3, log=lambda m: None)
-    assert res["short_steps"] == 3 and res["full_steps"] == 9 and res["n"] == 4
-    assert res["tau_short_full"] == pytest.approx(4 / 6)
-    assert res["tau_seeds"] == pytest.approx(-1.0)
+    assert res.short_steps == 3 and res.full_steps == 9 and res.n == 4
+    assert res.tau_short_full == pytest.approx(4 / 6)
+    assert res.tau_seeds == pytest.approx(-1.0)
     assert json.loads((out / "calibration.json").read_text())["rows"][0]["name"] == "c0"
 
 
@@ -299,10 +303,10 @@ def test_search_with_a_chat_proposer_feeds_the_ranking_back(tmp_path, tiny_model
     res = search_run.run_search(cfg, log=lambda m: None)
     prompts = [r["messages"][-1]["content"] for r in server.requests]
     assert len(prompts) == 2
-    first = res["candidates"][[c["round"] for c in res["candidates"]].index(1)]["name"]
+    first = next(c.name for c in res.candidates if c.round == 1)
     assert first.startswith("llm-r1-") and first in prompts[1] and "score" in prompts[1]
-    assert {c["round"] for c in res["candidates"]} == {1, 2}
-    assert all(c["status"] == "done" for c in res["candidates"])
+    assert {c.round for c in res.candidates} == {1, 2}
+    assert all(c.status == "done" for c in res.candidates)
 
 
 NONE_SOURCE = '''"""never scores"""
@@ -318,10 +322,10 @@ def test_a_candidate_that_never_scores_fails_its_screen(tmp_path, tiny_model_dir
         tiny_model_dir, tmp_path / "run", key="cand/none/s1/seed0", kind="candidate", members=(("none", NONE_SOURCE),),
         eval_n=2,
     )  # fmt: skip
-    got: list[dict] = []
+    got: list[ScreenResult] = []
     run_jobs([job], lambda j, r: got.append(r), workers=0)
-    assert got[0]["status"] == "failed" and "unscorable" in got[0]["error"]
-    assert got[0]["train"]["candidate_none_frac"] == 1.0
+    assert got[0].status == "failed" and "unscorable" in (got[0].error or "")
+    assert got[0].train is not None and got[0].train.candidate_none_frac == 1.0
 
 
 def test_ensembles_shrink_to_the_screened_candidates_and_skip_a_duplicate_diverse(tmp_path, tiny_model_dir):
@@ -343,7 +347,7 @@ def test_a_killed_worker_is_retried_once_in_a_fresh_pool(tmp_path, tiny_model_di
     import time
 
     job = _screen_job(tiny_model_dir, tmp_path / "run", key="baseline/s3/seed0", steps=3)
-    got: list[dict] = []
+    got: list[ScreenResult] = []
     runner = threading.Thread(target=run_jobs, args=([job], lambda j, r: got.append(r)), kwargs={"workers": 1})
     runner.start()
     deadline = time.time() + 60
@@ -357,7 +361,7 @@ def test_a_killed_worker_is_retried_once_in_a_fresh_pool(tmp_path, tiny_model_di
     runner.join(timeout=120)
     assert not runner.is_alive()
     assert all(p.exitcode == -signal.SIGKILL for p in victims)  # the first try really died
-    assert len(got) == 1 and got[0]["status"] == "done", got  # the second try finished
+    assert len(got) == 1 and got[0].status == "done", got  # the second try finished
 
 
 def test_pool_workers_exit_when_their_parent_is_gone():

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from rlvr.runs.search import SearchResults
 from rlvr.search.report import render_html, write_report
 
 SECTIONS = [
@@ -160,7 +161,7 @@ def _minimal() -> dict[str, Any]:
     """No ensembles, no seed study, no McNemar tests; one failed and one rejected candidate."""
     r = _results(calibration=False)
     r["candidates"] = [c for c in r["candidates"] if c["status"] != "done"]
-    r["ensembles"], r["seeds"] = [], {}
+    r["ensembles"], r["seeds"] = [], None
     r["final"] = {**r["final"], "scores": {"control": r["final"]["scores"]["control"]}, "tests": []}
     return r
 
@@ -174,7 +175,7 @@ def _no_external(html: str) -> None:
 def test_full_report(tmp_path: Path) -> None:
     results = _results(calibration=True)
     before = copy.deepcopy(results)
-    path = write_report(results, tmp_path / "out" / "search_report.html")
+    path = write_report(SearchResults.model_validate(results), tmp_path / "out" / "search_report.html")
     assert path == tmp_path / "out" / "search_report.html" and path.is_file()
     assert results == before  # the input is not changed
     html = path.read_text(encoding="utf-8")
@@ -206,7 +207,9 @@ def test_full_report(tmp_path: Path) -> None:
 
 
 def test_without_calibration(tmp_path: Path) -> None:
-    html = write_report(_results(calibration=False), tmp_path / "search_report.html").read_text(encoding="utf-8")
+    html = write_report(
+        SearchResults.model_validate(_results(calibration=False)), tmp_path / "search_report.html"
+    ).read_text(encoding="utf-8")
     for s in SECTIONS:
         assert s in html, s
     assert "Calibration" not in html and "6. Candidate sources" in html
@@ -215,7 +218,9 @@ def test_without_calibration(tmp_path: Path) -> None:
 
 
 def test_minimal_report(tmp_path: Path) -> None:
-    html = write_report(_minimal(), tmp_path / "search_report.html").read_text(encoding="utf-8")
+    html = write_report(SearchResults.model_validate(_minimal()), tmp_path / "search_report.html").read_text(
+        encoding="utf-8"
+    )
     for s in SECTIONS:
         assert s in html, s
     assert "No ensembles were built" in html and "No seed study was run." in html
@@ -235,20 +240,27 @@ def test_minimal_report(tmp_path: Path) -> None:
             "rounds": [],
             "candidates": [],
             "ensembles": [],
-            "seeds": {},
-            "final": {"split": "test", "scores": {}, "tests": []},
+            "seeds": None,
+            "final": {
+                "split": "test",
+                "n_problems": 0,
+                "n_samples": 0,
+                "correction": "holm",
+                "scores": {},
+                "tests": [],
+            },
         },  # fmt: skip
     ],
 )
 def test_empty_results_render(results: dict[str, Any]) -> None:
-    html = render_html(results, Path("somewhere/search_report.html"))
+    html = render_html(SearchResults.model_validate(results), Path("somewhere/search_report.html"))
     assert "Reward search: somewhere" in html and "No candidates were proposed." in html
     assert "data:image/png" not in html
     _no_external(html)
 
 
 def test_report_renders_in_headless_chromium(tmp_path: Path, chromium_page) -> None:
-    path = write_report(_results(calibration=True), tmp_path / "search_report.html")
+    path = write_report(SearchResults.model_validate(_results(calibration=True)), tmp_path / "search_report.html")
     with chromium_page(path) as bp:
         page = bp.page
         images = page.eval_on_selector_all(

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.audit.runs import TrainRun, reward_kind
+from rlvr.runs import RewardAudit
 from rlvr.verify import parse_steps
 
 __all__ = ["MIN_STEPS", "THRESHOLDS", "drift_alarms", "reward_flags", "structure_stats", "window_means"]
@@ -237,39 +238,35 @@ def _corr(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _one_reward(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _one_reward(name: str, rows: list[dict[str, Any]]) -> RewardAudit:
     data = [
         (float(r["rewards"][name]), bool(r.get("correct")), float(r.get("tokens") or 0))
         for r in rows
         if isinstance(r.get("rewards"), dict) and isinstance(r["rewards"].get(name), int | float)
     ]
-    out: dict[str, Any] = {"reward": name, "kind": reward_kind(name), "n": len(data), "flags": []}
+    out = RewardAudit(reward=name, kind=reward_kind(name), n=len(data))
     if not data:
         return out
     v, c, t = (np.array(col, dtype=float) for col in zip(*data, strict=True))
     has_both = bool(c.any() and (~c.astype(bool)).any())
-    out.update(
-        mean=float(v.mean()),
-        std=float(v.std()),
-        mean_correct=float(v[c > 0].mean()) if c.any() else None,
-        mean_incorrect=float(v[c == 0].mean()) if (c == 0).any() else None,
-        corr_correct=_corr(v, c),
-        corr_length=_corr(v, t),
-    )
-    if not has_both:
-        out["note"] = "all completions were scored the same by the verifier: cannot compare"
+    out.mean, out.std = float(v.mean()), float(v.std())
+    out.mean_correct = float(v[c > 0].mean()) if c.any() else None
+    out.mean_incorrect = float(v[c == 0].mean()) if (c == 0).any() else None
+    rc, rl = _corr(v, c), _corr(v, t)
+    out.corr_correct, out.corr_length = rc, rl
+    if not has_both or out.mean_correct is None or out.mean_incorrect is None:
+        out.note = "all completions were scored the same by the verifier: cannot compare"
         return out
-    if out["std"] < 1e-9:
-        out["flags"].append("constant")
-    elif out["mean_incorrect"] >= out["mean_correct"]:
-        out["flags"].append("pays incorrect completions at least as much as correct ones")
-    rc, rl = out["corr_correct"], out["corr_length"]
+    if out.std < 1e-9:
+        out.flags.append("constant")
+    elif out.mean_incorrect >= out.mean_correct:
+        out.flags.append("pays incorrect completions at least as much as correct ones")
     if math.isfinite(rl) and abs(rl) >= 0.1 and (not math.isfinite(rc) or abs(rl) > abs(rc)):
-        out["flags"].append(f"tracks length (r={rl:+.2f}) more than correctness (r={rc:+.2f})")
+        out.flags.append(f"tracks length (r={rl:+.2f}) more than correctness (r={rc:+.2f})")
     return out
 
 
-def reward_flags(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def reward_flags(samples: list[dict[str, Any]]) -> list[RewardAudit]:
     """Per reward in the training samples: means for correct/incorrect, correlations and flags."""
     rows = _even(samples, MAX_SAMPLE_ROWS)
     names = sorted({k for r in rows if isinstance(r.get("rewards"), dict) for k in r["rewards"]})

@@ -21,7 +21,6 @@ All randomness comes from `np.random.default_rng(seed)`.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +31,20 @@ import numpy as np
 from rlvr.evaluate.stats import bootstrap_ci, cohen_kappa
 from rlvr.review.items import load_slice
 from rlvr.review.store import CATEGORIES, DB_FILE, LabelStore, StoredLabel
+from rlvr.runs import write_json
+from rlvr.runs.review import (
+    Agreement,
+    AgreementPair,
+    ClassifierStats,
+    Estimate,
+    Headline,
+    Pass1Headline,
+    ReviewStats,
+    ReviewSummary,
+    StratumAgreement,
+    StrictHeadline,
+    Verifiers,
+)
 
 __all__ = [
     "STATS_FILE",
@@ -44,7 +57,6 @@ __all__ = [
 ]
 
 STATS_FILE = "stats.json"
-SCHEMA = "rlvr.review.stats/1"
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -71,7 +83,7 @@ def consensus(labels: Sequence[StoredLabel]) -> dict[str, dict[str, bool]]:
     }
 
 
-def reviewer_agreement(labels: Sequence[StoredLabel]) -> list[dict[str, Any]]:
+def reviewer_agreement(labels: Sequence[StoredLabel]) -> list[AgreementPair]:
     """Per pair of reviewers (sorted names): items both labelled, raw agreement and kappa."""
     by_reviewer: dict[str, dict[str, StoredLabel]] = defaultdict(dict)
     for lab in labels:
@@ -79,22 +91,22 @@ def reviewer_agreement(labels: Sequence[StoredLabel]) -> list[dict[str, Any]]:
     pairs = []
     for a, b in itertools.combinations(sorted(by_reviewer), 2):
         shared = sorted(set(by_reviewer[a]) & set(by_reviewer[b]))
-        row: dict[str, Any] = {"a": a, "b": b, "n": len(shared)}
+        row: dict[str, float | None] = {}
         for field in ("answer_correct", "reasoning_valid"):
             xa = [getattr(by_reviewer[a][i], field) for i in shared]
             xb = [getattr(by_reviewer[b][i], field) for i in shared]
             short = field.split("_")[0]
             row[f"{short}_agreement"] = _ratio(sum(x == y for x, y in zip(xa, xb, strict=True)), len(shared))
             row[f"{short}_kappa"] = cohen_kappa(xa, xb) if shared else None
-        pairs.append(row)
+        pairs.append(AgreementPair(a=a, b=b, n=len(shared), **row))
     return pairs
 
 
-def classifier_stats(pred: Sequence[bool], truth: Sequence[bool]) -> dict[str, Any]:
+def classifier_stats(pred: Sequence[bool], truth: Sequence[bool]) -> ClassifierStats:
     """A binary judge (`pred`) against people (`truth`); positive = correct.
 
     >>> s = classifier_stats([True, True, True, False, False], [True, False, True, True, False])
-    >>> s["tp"], s["fp"], s["fn"], s["tn"], s["precision"], round(s["recall"], 3), s["accuracy"]
+    >>> s.tp, s.fp, s.fn, s.tn, s.precision, round(s.recall, 3), s.accuracy
     (2, 1, 1, 1, 0.6666666666666666, 0.667, 0.6)
     """
     pairs = list(zip(pred, truth, strict=True))
@@ -102,17 +114,17 @@ def classifier_stats(pred: Sequence[bool], truth: Sequence[bool]) -> dict[str, A
     fp = sum(p and not t for p, t in pairs)
     fn = sum(t and not p for p, t in pairs)
     tn = len(pairs) - tp - fp - fn
-    return {
-        "n": len(pairs),
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "tn": tn,
-        "precision": _ratio(tp, tp + fp),
-        "recall": _ratio(tp, tp + fn),
-        "accuracy": _ratio(tp + tn, len(pairs)),
-        "kappa": cohen_kappa(list(pred), list(truth)) if pairs else None,
-    }
+    return ClassifierStats(
+        n=len(pairs),
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=tn,
+        precision=_ratio(tp, tp + fp),
+        recall=_ratio(tp, tp + fn),
+        accuracy=_ratio(tp + tn, len(pairs)),
+        kappa=cohen_kappa(list(pred), list(truth)) if pairs else None,
+    )
 
 
 def corrected_accuracy(
@@ -121,21 +133,21 @@ def corrected_accuracy(
     population_correct: float,
     n_resamples: int = 2000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> Estimate:
     """Population pass@1 from the verifier's population rate and human labels per verdict group.
 
     value = q * mean(human | verifier correct) + (1 - q) * mean(human | verifier wrong), with q the
     verifier's pass@1 over the whole evaluation. CI: percentile bootstrap resampling each group
     separately. None when a group with q > 0 (or 1 - q > 0) has no labelled item.
 
-    >>> corrected_accuracy([True, True, False, False], [True, False, False, True], 0.5)["value"]
+    >>> corrected_accuracy([True, True, False, False], [True, False, False, True], 0.5).value
     0.5
     """
     v, h = np.asarray(verifier, dtype=bool), np.asarray(human, dtype=np.float64)
     groups = [(population_correct, h[v]), (1.0 - population_correct, h[~v])]
     groups = [(w, g) for w, g in groups if w > 0]
     if any(g.size == 0 for _, g in groups):
-        return {"value": None, "ci": None}
+        return Estimate()
     value = float(sum(w * g.mean() for w, g in groups))
     rng = np.random.default_rng(seed)
     boot = np.zeros(n_resamples)
@@ -143,75 +155,75 @@ def corrected_accuracy(
         idx = rng.integers(0, g.size, size=(n_resamples, g.size))
         boot += w * g[idx].mean(axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
-    return {"value": value, "ci": [float(low), float(high)]}
+    return Estimate(value=value, ci=[float(low), float(high)])
 
 
-def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> dict[str, Any]:
+def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> Estimate:
     if not values:
-        return {"value": None, "ci": None}
+        return Estimate()
     low, high = bootstrap_ci(np.asarray(values, dtype=np.float64), seed=seed, n_resamples=n_resamples)
-    return {"value": float(np.mean(values)), "ci": [low, high]}
+    return Estimate(value=float(np.mean(values)), ci=[low, high])
 
 
 def _headline(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]], meta: dict[str, Any], seed: int,
-              n_resamples: int) -> dict[str, Any]:  # fmt: skip
+              n_resamples: int) -> Headline:  # fmt: skip
     v = [float(bool(it["correct"])) for it in items]
     h = [float(cons[it["item_id"]]["answer_correct"]) for it in items]
     strict = [float(cons[it["item_id"]]["answer_correct"] and cons[it["item_id"]]["reasoning_valid"]) for it in items]
-    diff: dict[str, Any] = {"value": None, "ci": None}
+    diff = Estimate()
     if items:
         low, high = bootstrap_ci(v, seed=seed, n_resamples=n_resamples, paired_with=h)
-        diff = {"value": float(np.mean(h) - np.mean(v)), "ci": [low, high]}
+        diff = Estimate(value=float(np.mean(h) - np.mean(v)), ci=[low, high])
     n_pop, n_pop_correct = int(meta.get("n_population") or 0), int(meta.get("population_correct") or 0)
-    corrected: dict[str, Any] = {"value": None, "ci": None}
+    corrected = Estimate()
     if items and n_pop:
         corrected = corrected_accuracy([x > 0 for x in v], [x > 0 for x in h], n_pop_correct / n_pop, n_resamples, seed)
-    return {
-        "pass@1": {
-            "n": len(items),
-            "verifier": _mean_ci(v, seed, n_resamples),
-            "human": _mean_ci(h, seed, n_resamples),
-            "human_minus_verifier": diff,
-            "corrected": corrected,
-            "population_verifier": _ratio(n_pop_correct, n_pop) if n_pop else None,
-        },
-        "strict@1": {"n": len(items), "human": _mean_ci(strict, seed, n_resamples)},
-    }
+    p1 = Pass1Headline(
+        n=len(items),
+        verifier=_mean_ci(v, seed, n_resamples),
+        human=_mean_ci(h, seed, n_resamples),
+        human_minus_verifier=diff,
+        corrected=corrected,
+        population_verifier=_ratio(n_pop_correct, n_pop) if n_pop else None,
+    )
+    return Headline(pass_at_1=p1, strict_at_1=StrictHeadline(n=len(items), human=_mean_ci(strict, seed, n_resamples)))
 
 
-def _verifiers(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]) -> dict[str, Any]:
+def _verifiers(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]) -> Verifiers:
     human = [cons[it["item_id"]]["answer_correct"] for it in items]
-    out: dict[str, Any] = {"verifier": classifier_stats([bool(it["correct"]) for it in items], human)}
+    out = Verifiers(verifier=classifier_stats([bool(it["correct"]) for it in items], human))
     v2 = [
         (it["verifier2_correct"], h)
         for it, h in zip(items, human, strict=True)
         if it.get("verifier2_correct") is not None
     ]
     if v2:
-        out["verifier2"] = classifier_stats([p for p, _ in v2], [t for _, t in v2])
+        out.verifier2 = classifier_stats([p for p, _ in v2], [t for _, t in v2])
     proc = [
         (it["process_score"] >= 0.5, cons[it["item_id"]]["reasoning_valid"])
         for it in items
         if it.get("process_score") is not None
     ]
     if proc:
-        out["process"] = classifier_stats([p for p, _ in proc], [t for _, t in proc])
+        out.process = classifier_stats([p for p, _ in proc], [t for _, t in proc])
     return out
 
 
-def _by_stratum(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]) -> dict[str, Any]:
+def _by_stratum(
+    items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]
+) -> dict[str, dict[str, StratumAgreement]]:
     """Per stratum value: labelled items and how often the verifier agreed with people."""
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    out: dict[str, dict[str, StratumAgreement]] = defaultdict(dict)
     for dim in sorted({d for it in items for d in it["strata"]}):
         groups: dict[str, list[bool]] = defaultdict(list)
         for it in items:
             groups[it["strata"][dim]].append(bool(it["correct"]) == cons[it["item_id"]]["answer_correct"])
         for value, agree in sorted(groups.items()):
-            out[dim][value] = {"n": len(agree), "verifier_agrees": sum(agree) / len(agree)}
+            out[dim][value] = StratumAgreement(n=len(agree), verifier_agrees=sum(agree) / len(agree))
     return dict(out)
 
 
-def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> ReviewStats:
     """Everything `stats.json` holds, from a review folder's slice, export metadata and labels."""
     meta, items = load_slice(review_dir)
     labels = LabelStore(review_dir / DB_FILE).labels()
@@ -220,59 +232,56 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> d
     cons = consensus(labels)
     labelled = [it for it in items if it["item_id"] in cons]
     pairs = reviewer_agreement(labels)
-    kappas = [p["answer_kappa"] for p in pairs if p["answer_kappa"] is not None]
+    kappas = [p.answer_kappa for p in pairs if p.answer_kappa is not None]
     verifiers = _verifiers(labelled, cons)
     headline = _headline(labelled, cons, meta, seed, n_resamples)
-    return {
-        "schema": SCHEMA,
-        "review_dir": str(review_dir),
-        "eval": meta.get("eval", {}),
-        "seed": seed,
-        "n_items": len(items),
-        "n_labelled": len(labelled),
-        "coverage": len(labelled) / len(items),
-        "reviewers": dict(sorted(Counter(lab.reviewer for lab in labels).items())),
-        "summary": _summary(labelled, labels, kappas, verifiers, headline),
-        "agreement": {
-            "pairs": pairs,
-            "answer_kappa_min": min(kappas) if kappas else None,
-            "items_multiply_labelled": sum(1 for n in Counter(lab.item_id for lab in labels).values() if n > 1),
-        },
-        "verifiers": verifiers,
-        "headline": headline,
-        "errors": {c: sum(lab.error_category == c for lab in labels) for c in CATEGORIES},
-        "by_stratum": _by_stratum(labelled, cons),
-    }
+    return ReviewStats(
+        review_dir=str(review_dir),
+        eval=meta.get("eval", {}),
+        seed=seed,
+        n_items=len(items),
+        n_labelled=len(labelled),
+        coverage=len(labelled) / len(items),
+        reviewers=dict(sorted(Counter(lab.reviewer for lab in labels).items())),
+        summary=_summary(labelled, labels, kappas, verifiers, headline),
+        agreement=Agreement(
+            pairs=pairs,
+            answer_kappa_min=min(kappas) if kappas else None,
+            items_multiply_labelled=sum(1 for n in Counter(lab.item_id for lab in labels).values() if n > 1),
+        ),
+        verifiers=verifiers,
+        headline=headline,
+        errors={c: sum(lab.error_category == c for lab in labels) for c in CATEGORIES},
+        by_stratum=_by_stratum(labelled, cons),
+    )
 
 
 def _summary(
     labelled: list[dict[str, Any]],
     labels: Sequence[StoredLabel],
     kappas: list[float],
-    verifiers: dict[str, Any],
-    headline: dict[str, Any],
-) -> dict[str, Any]:
+    verifiers: Verifiers,
+    headline: Headline,
+) -> ReviewSummary:
     """The flat numbers the readiness audit (check 7) reads."""
-    p1 = headline["pass@1"]
-    published, ci = p1["population_verifier"], p1["corrected"]["ci"]
-    return {
-        "n_labelled": len(labelled),
-        "n_reviewers": len({lab.reviewer for lab in labels}),
-        "answer_kappa_min": min(kappas) if kappas else None,
-        "verifier_precision": verifiers["verifier"]["precision"],
-        "verifier_recall": verifiers["verifier"]["recall"],
-        "pass@1_verifier": published,
-        "pass@1_corrected": p1["corrected"]["value"],
-        "pass@1_corrected_ci": ci,
-        "verifier_pass@1_in_corrected_ci": None if ci is None or published is None else ci[0] <= published <= ci[1],
-    }
+    p1 = headline.pass_at_1
+    published, ci = p1.population_verifier, p1.corrected.ci
+    return ReviewSummary(
+        n_labelled=len(labelled),
+        n_reviewers=len({lab.reviewer for lab in labels}),
+        answer_kappa_min=min(kappas) if kappas else None,
+        verifier_precision=verifiers.verifier.precision,
+        verifier_recall=verifiers.verifier.recall,
+        pass_at_1_verifier=published,
+        pass_at_1_corrected=p1.corrected.value,
+        pass_at_1_corrected_ci=ci,
+        verifier_in_corrected_ci=None if ci is None or published is None else ci[0] <= published <= ci[1],
+    )
 
 
-def write_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> tuple[Path, dict[str, Any]]:
+def write_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> tuple[Path, ReviewStats]:
     """Compute the statistics and write them to `REVIEW_DIR/stats.json` (atomically)."""
     stats = compute_stats(review_dir, seed, n_resamples)
     path = review_dir / STATS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_json(path, stats.to_json())
     return path, stats

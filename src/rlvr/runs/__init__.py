@@ -3,7 +3,10 @@ is written and read here, with one NaN policy, one error style (`FILE[:LINE]: fi
 schema version in each JSON file.
 
     io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
-    records   typed `EvalResult` (eval.json) and `Manifest` (manifest.json) with their readers
+    records   typed `EvalResult` (eval.json), `Manifest` (manifest.json), `JudgeSummary`, `StudyResult`
+              (study.json), `RewardAudit`, with their readers
+    review    typed `ReviewStats` (a review folder's stats.json)
+    search    typed `ScreenResult` (one screening run) and `SearchResults` (results.json)
     folder    `RunDir` (a run folder being written), the checks before one is touched, the model card
 """
 
@@ -36,6 +39,7 @@ from rlvr.runs.records import (
     Manifest,
     Metric,
     ProblemResult,
+    RewardAudit,
     Spread,
     StudyComparison,
     StudyCondition,
@@ -49,8 +53,9 @@ from rlvr.runs.records import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "RunDir", "RunFileError",
-    "RunFolderError", "Spread", "StudyComparison", "StudyCondition", "StudyPooled", "StudyResult", "StudyRun",
+    "SCHEMA_VERSION", "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "RewardAudit", "RunDir",
+    "RunFileError", "RunFolderError", "Spread", "StudyComparison", "StudyCondition", "StudyPooled", "StudyResult",
+    "StudyRun",
     "append_jsonl", "check_out", "check_resume", "check_space", "clean", "git_commit", "iter_jsonl",
     "package_versions", "read_eval", "read_judge", "read_json", "read_jsonl", "read_manifest", "read_study",
     "read_yaml", "relocated_model", "write_json", "write_jsonl", "write_model_card",

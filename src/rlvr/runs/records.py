@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from rlvr.runs.io import RunFileError, read_json
 
 __all__ = [
-    "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "Spread", "StudyComparison",
+    "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "RewardAudit", "Spread", "StudyComparison",
     "StudyCondition", "StudyPooled", "StudyResult", "StudyRun", "read_eval", "read_judge", "read_manifest",
     "read_study", "validation_line",
 ]  # fmt: skip
@@ -168,6 +168,24 @@ class JudgeSummary(_Record):
         """
         cats = sorted(((c, k) for c, k in self.categories.items() if k), key=lambda ck: (-ck[1], ck[0]))
         return f"{', '.join(f'{c} {k}' for c, k in cats) or 'none'} ({self.n_judged} judged by {self.model})"
+
+
+class RewardAudit(_Record):
+    """Does a reward pay for correctness? One reward over a run's training samples: its mean on correct
+    and incorrect completions, its correlation with correctness and with length, and what is wrong with it
+    (`flags`). Written by the audit's drift check (`rlvr.audit.drift.reward_flags`) and the search's screens."""
+
+    reward: str
+    kind: str
+    n: int
+    mean: float | None = None
+    std: float | None = None
+    mean_correct: float | None = None
+    mean_incorrect: float | None = None
+    corr_correct: float | None = None
+    corr_length: float | None = None
+    flags: list[str] = []
+    note: str | None = None
 
 
 class Spread(_Record):

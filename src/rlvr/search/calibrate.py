@@ -10,10 +10,10 @@ and with seed-vs-seed tau near 0 even full screens cannot separate these candida
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rlvr.config import load_config
-from rlvr.runs import read_json, write_json
+from rlvr.runs import write_json
+from rlvr.runs.search import Calibration, CalibrationRow, read_search_results
 from rlvr.search.config import SearchConfig
 from rlvr.search.run import Log, Search
 
@@ -37,7 +37,7 @@ def kendall(a: list[float], b: list[float]) -> tuple[float | None, float | None]
     return (None, None) if math.isnan(tau) else (tau, p)
 
 
-def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Log = print) -> dict[str, Any]:
+def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Log = print) -> Calibration:
     out = Path(out)
     if not (out / "search.db").exists():
         raise FileNotFoundError(f"{out}: no search.db (run `rlvr search` first)")
@@ -49,43 +49,42 @@ def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Lo
         s.store.close()
 
 
-def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: float) -> dict[str, Any]:
+def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: float) -> Calibration:
     s.base = s.ensure_base()
-    board = [x for x in s.leaderboard() if x["result"] and x["result"].get("status") == "done"][:n]
+    board = [x for x in s.leaderboard() if x.done][:n]
     if len(board) < 3:
         raise ValueError(f"{out}: calibration needs at least 3 screened candidates, found {len(board)}")
     full, short = cfg.screen_steps, max(1, round(short_frac * cfg.screen_steps))
     seed2 = cfg.seed + 1
     jobs = []
     for x in board:
-        row = x["row"]
-        jobs.append(s.job(s.cand_key(row.name, full), "candidate", [row], full, cfg.seed))
-        jobs.append(s.job(s.cand_key(row.name, short), "calibration", [row], short, cfg.seed))
-        jobs.append(s.job(s.cand_key(row.name, full, seed2), "calibration", [row], full, seed2))
+        jobs.append(s.job(s.cand_key(x.row.name, full), "candidate", [x.row], full, cfg.seed))
+        jobs.append(s.job(s.cand_key(x.row.name, short), "calibration", [x.row], short, cfg.seed))
+        jobs.append(s.job(s.cand_key(x.row.name, full, seed2), "calibration", [x.row], full, seed2))
     res = s._run(jobs, "calibrate")
 
     def f1(key: str) -> float | None:
-        r = res.get(key) or {}
-        return r["scores"]["f1"] if r.get("status") == "done" else None
+        r = res.get(key)
+        return r.scores.f1 if r is not None and r.done and r.scores is not None else None
 
-    rows = []
-    for x in board:
-        name = x["row"].name
-        rows.append({"name": name, "full_f1": f1(s.cand_key(name, full)), "short_f1": f1(s.cand_key(name, short)),
-                     "full_f1_seed2": f1(s.cand_key(name, full, seed2))})  # fmt: skip
-    ok_s = [r for r in rows if r["full_f1"] is not None and r["short_f1"] is not None]
-    ok_2 = [r for r in rows if r["full_f1"] is not None and r["full_f1_seed2"] is not None]
-    tau_s, p_s = kendall([r["short_f1"] for r in ok_s], [r["full_f1"] for r in ok_s])
-    tau_2, p_2 = kendall([r["full_f1"] for r in ok_2], [r["full_f1_seed2"] for r in ok_2])
-    result = {"short_steps": short, "full_steps": full, "n": len(rows), "tau_short_full": tau_s, "p_short_full": p_s,
-              "tau_seeds": tau_2, "p_seeds": p_2, "rows": rows}  # fmt: skip
-    write_json(out / "calibration.json", result)
+    rows = [
+        CalibrationRow(name=name, full_f1=f1(s.cand_key(name, full)), short_f1=f1(s.cand_key(name, short)),
+                       full_f1_seed2=f1(s.cand_key(name, full, seed2)))
+        for name in (x.row.name for x in board)
+    ]  # fmt: skip
+    pairs_s = [(r.short_f1, r.full_f1) for r in rows if r.full_f1 is not None and r.short_f1 is not None]
+    pairs_2 = [(r.full_f1, r.full_f1_seed2) for r in rows if r.full_f1 is not None and r.full_f1_seed2 is not None]
+    tau_s, p_s = kendall([a for a, _ in pairs_s], [b for _, b in pairs_s])
+    tau_2, p_2 = kendall([a for a, _ in pairs_2], [b for _, b in pairs_2])
+    result = Calibration(short_steps=short, full_steps=full, n=len(rows), tau_short_full=tau_s, p_short_full=p_s,
+                         tau_seeds=tau_2, p_seeds=p_2, rows=rows)  # fmt: skip
+    write_json(out / "calibration.json", result.model_dump(mode="json"))
     results_path = out / "results.json"
     if results_path.exists():
         from rlvr.search.report import write_report
 
-        results = read_json(results_path)
-        results["calibration"] = result
-        write_json(results_path, results)
+        results = read_search_results(results_path)
+        results.calibration = result
+        write_json(results_path, results.to_json())
         write_report(results, out / "search_report.html")
     return result

@@ -69,10 +69,11 @@ def search(
     except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:
         hint = f" (finished screens are stored: rlvr search --resume {cfg.out})" if isinstance(e, SearchError) else ""
         _fail(f"{e}{hint}")
-    final = results["final"]
-    for t in final["tests"]:
-        _log(f"{t['b']} vs control: greedy {t['greedy_diff']:+.3f}, pass@1 {t['pass1_diff']:+.3f}, "
-             f"McNemar p={t['pvalue']:.3g} ({final['correction']} {t['p_adjusted']:.3g})")  # fmt: skip
+    final = results.final
+    if final is not None:
+        for t in final.tests:
+            _log(f"{t.b} vs control: greedy {t.greedy_diff:+.3f}, pass@1 {t.pass1_diff:+.3f}, "
+                 f"McNemar p={t.pvalue:.3g} ({final.correction} {t.p_adjusted:.3g})")  # fmt: skip
     console.print(f"report: {Path(cfg.out) / 'search_report.html'}")
 
 
@@ -89,7 +90,7 @@ def calibrate_cmd(
         res = calibrate(folder, n=n, short_frac=short_frac, log=_log)
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    for label, tau, p in (("short vs full", res["tau_short_full"], res["p_short_full"]),
-                          ("seed vs seed", res["tau_seeds"], res["p_seeds"])):  # fmt: skip
+    for label, tau, p in (("short vs full", res.tau_short_full, res.p_short_full),
+                          ("seed vs seed", res.tau_seeds, res.p_seeds)):  # fmt: skip
         _log(f"Kendall tau {label}: " + ("n/a" if tau is None else f"{tau:+.2f} (p={p:.3g})"))
     console.print(f"calibration: {folder / 'calibration.json'}")

@@ -1,12 +1,14 @@
 """Where screening runs (and a study's runs) go: in this process, in a local pool of worker
 processes (one job per process, so a crash or leak in one run cannot touch the next), or as Ray tasks
-on a cluster. A job is any picklable object with a `key`; `fn(job) -> dict` runs it and never raises
-(the search's `run_screen` by default, `rlvr.study.run.run_study_job` for a study).
+on a cluster. A job is any picklable object with a `key`; `fn(job)` runs it, never raises, and returns a
+picklable result (the search's `run_screen` and its `ScreenResult` by default, `rlvr.study.run.run_study_job`
+for a study).
 
 `run_jobs(jobs, on_result, ...)` calls `on_result(job, result)` in this process as each job
 finishes, in completion order, so the caller can commit it to the store at once. A job whose worker
 died (OOM kill, segfault) is tried once more in a fresh pool; if it dies again its result is
-`{"status": "failed", "retryable": True, ...}`, which `rlvr search --resume` runs again. Pool workers
+the dict `{"key", "status": "failed", "retryable": True, "error"}` (the fields a `ScreenResult` reads),
+which `rlvr search --resume` runs again. Pool workers
 exit when the driving process dies, so a killed search leaves no orphan training into its folders.
 """
 
@@ -27,8 +29,8 @@ from rlvr.search.screen import run_screen
 __all__ = ["run_jobs", "ray_init", "MAX_ATTEMPTS"]
 
 Job = Any  # picklable, with a `key: str`
-OnResult = Callable[[Job, dict[str, Any]], None]
-RunFn = Callable[[Job], dict[str, Any]]
+OnResult = Callable[[Job, Any], None]  # (job, what fn returned, or _died's dict)
+RunFn = Callable[[Job], Any]
 MAX_ATTEMPTS = 2  # tries of a job whose worker process died
 
 

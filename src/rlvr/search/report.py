@@ -12,12 +12,12 @@ Sections, in order:
 4. ensembles (top, diverse, random) against the control, and the seed study;
 5. the final test-split comparison (read once) with McNemar's tests against the control;
 6. the reward-hacking audit of the winners (best single candidate and the ensembles);
-7. the calibration of short screens against full runs, when `results["calibration"]` is present;
+7. the calibration of short screens against full runs, when `results.calibration` is present;
 8. every candidate's source code (HTML-escaped) and its validation result.
 
-Every field may be missing or None (a failed control, no ensembles, no test comparisons): the page
+Any part may be missing or None (a failed control, no ensembles, no test comparisons): the page
 renders with "n/a" or a sentence in their place. Run by `rlvr search` (see rlvr.search.run), or by
-hand: `write_report(json.loads(Path("OUT/results.json").read_text()), Path("OUT/search_report.html"))`.
+hand: `write_report(read_search_results("OUT"), Path("OUT/search_report.html"))`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
 from rlvr.runs import clean  # noqa: E402
+from rlvr.runs.search import SearchResults  # noqa: E402
 
 __all__ = ["render_html", "write_report"]
 
@@ -260,8 +261,9 @@ def _calibration_view(cal: Any) -> dict[str, Any] | None:
     return {**{k: cal.get(k) for k in keys}, "rows": rows}
 
 
-def _view(results: dict[str, Any], path: Path) -> dict[str, Any]:
-    r = clean(results)
+def _view(results: SearchResults, path: Path) -> dict[str, Any]:
+    """The template's context: the results as plain values, with the derived columns filled in."""
+    r = clean(results.to_json())
     cfg = r.get("config") or {}
     cands = [_candidate(c) for c in r.get("candidates") or []]
     ctrl = r.get("control") or {}
@@ -298,7 +300,7 @@ def _view(results: dict[str, Any], path: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def render_html(results: dict[str, Any], path: Path = Path("search_report.html"), plots: bool = True) -> str:
+def render_html(results: SearchResults, path: Path = Path("search_report.html"), plots: bool = True) -> str:
     """The report as a string; `path` only names the output folder when the config does not."""
     d = _view(results, path)
     env = jinja2.Environment(
@@ -308,7 +310,7 @@ def render_html(results: dict[str, Any], path: Path = Path("search_report.html")
     return env.get_template("search_report.html.j2").render(**d, plots=_figures(d) if plots else {})
 
 
-def write_report(results: dict[str, Any], path: Path) -> Path:
+def write_report(results: SearchResults, path: Path) -> Path:
     """Write the search report to `path` (creating its folder) and return `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

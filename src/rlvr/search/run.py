@@ -21,17 +21,31 @@ import math
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlvr.runs import RunDir, write_json
+from rlvr.runs.search import (
+    CandidateResult,
+    ControlResult,
+    DevScores,
+    EnsembleResult,
+    FinalComparison,
+    FinalTest,
+    RoundSummary,
+    ScreenResult,
+    SearchResults,
+    SeedRun,
+    SeedsResult,
+)
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
 from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
 from rlvr.search.screen import ScreenJob
 from rlvr.search.store import CandidateRow, Store
 
-__all__ = ["run_search", "make_proposer", "rank_key", "SearchError", "Search"]
+__all__ = ["BoardRow", "run_search", "make_proposer", "rank_key", "SearchError", "Search"]
 
 Log = Callable[[str], None]
 
@@ -59,12 +73,23 @@ def make_proposer(cfg: SearchConfig):
     )  # fmt: skip
 
 
-def rank_key(result: dict[str, Any] | None) -> tuple[float, float, float]:
+def rank_key(result: ScreenResult | None) -> tuple[float, float, float]:
     """Sort key (higher is better): steps reached (halving), dev F1, dev accuracy."""
-    if not result or result.get("status") != "done":
+    if result is None or not result.done or result.scores is None:
         return (-1.0, -1.0, -1.0)
-    s = result["scores"]
-    return (float(result["steps"]), s["f1"], s["accuracy"])
+    return (float(result.steps or 0), result.scores.f1, result.scores.accuracy)
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """A candidate on the leaderboard and its best screening result (None: never screened)."""
+
+    row: CandidateRow
+    result: ScreenResult | None
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None and self.result.done
 
 
 class Search:
@@ -95,32 +120,33 @@ class Search:
             unsafe_no_sandbox=c.unsafe_no_sandbox, eval_split="dev", eval_n=c.dev_n, eval_samples=c.dev_samples,
         )  # fmt: skip
 
-    def _run(self, jobs: list[ScreenJob], label: str) -> dict[str, dict[str, Any]]:
+    def _run(self, jobs: list[ScreenJob], label: str) -> dict[str, ScreenResult]:
         """Run the jobs not already in the store; return every job's result by key."""
-        todo = [j for j in jobs if (self.store.screen(j.key) or {"retryable": True}).get("retryable")]
+        todo = [j for j in jobs if (self.store.screen(j.key) or ScreenResult(key=j.key, retryable=True)).retryable]
         if len(todo) < len(jobs):
             self.log(f"{label}: {len(jobs) - len(todo)} screen(s) already done, {len(todo)} to run")
         done = [0]
 
-        def on_result(job: ScreenJob, result: dict[str, Any]) -> None:
+        def on_result(job: ScreenJob, got: ScreenResult | dict[str, Any]) -> None:
+            result = ScreenResult.model_validate(got)  # a dict when the worker died (executor)
             self.store.add_screen(job.key, job.kind, job.names, job.steps, job.seed, result)
             done[0] += 1
-            if result.get("status") == "done":
-                s = result["scores"]
-                msg = f"F1 {s['f1']:.3f} acc {s['accuracy']:.3f} ({result.get('seconds', 0):.0f} s)"
+            if result.done and result.scores is not None:
+                s = result.scores
+                msg = f"F1 {s.f1:.3f} acc {s.accuracy:.3f} ({result.seconds or 0:.0f} s)"
             else:
-                msg = f"FAILED: {result.get('error', '?')}"
+                msg = f"FAILED: {result.error or '?'}"
             self.log(f"{label} [{done[0]}/{len(todo)}] {job.key}: {msg}")
 
         run_jobs(todo, on_result, workers=self.cfg.workers, ray=self.cfg.ray, cpus_per_job=self.cfg.threads or 1)
-        return {j.key: self.store.screen(j.key) or {} for j in jobs}
+        return {j.key: self.store.screen(j.key) or ScreenResult(key=j.key, error="no result stored") for j in jobs}
 
     def cand_key(self, name: str, steps: int, seed: int | None = None) -> str:
         return f"cand/{name}/s{steps}/seed{self.cfg.seed if seed is None else seed}"
 
-    def best_result(self, name: str) -> dict[str, Any] | None:
+    def best_result(self, name: str) -> ScreenResult | None:
         """The candidate's result at the largest step budget it was screened with."""
-        rows = [s["result"] for s in self.store.screens("candidate") if s["members"] == [name]]
+        rows = [s.result for s in self.store.screens("candidate") if s.members == [name]]
         return max(rows, key=rank_key) if rows else None
 
     # ------------------------------------------------------------------ stages
@@ -153,15 +179,16 @@ class Search:
             res = self.best_result(row.name)
             if res is None:
                 continue
-            if res.get("status") != "done":
-                out.append(RankedResult(row.name, row.source, row.description, failure=res.get("error", "failed")))
+            if not res.done or res.scores is None:
+                out.append(RankedResult(row.name, row.source, row.description, failure=res.error or "failed"))
                 continue
-            s = res["scores"]
-            if res["steps"] < self.cfg.screen_steps:  # cut by halving: not comparable with full-budget scores
-                why = f"cut by successive halving after {res['steps']} steps (dev F1 {s['f1']:.3f})"
+            s = res.scores
+            if (res.steps or 0) < self.cfg.screen_steps:  # cut by halving: not comparable with full-budget scores
+                why = f"cut by successive halving after {res.steps} steps (dev F1 {s.f1:.3f})"
                 out.append(RankedResult(row.name, row.source, row.description, failure=why))
                 continue
-            out.append(RankedResult(row.name, row.source, row.description, s["f1"], tuple(s["f1_ci"])))
+            ci = (s.f1_ci[0], s.f1_ci[1]) if s.f1_ci else (s.f1, s.f1)
+            out.append(RankedResult(row.name, row.source, row.description, s.f1, ci))
         return out
 
     def propose(self, rnd: int) -> list[CandidateRow]:
@@ -206,18 +233,15 @@ class Search:
                 ranked = sorted(alive, key=lambda r: rank_key(results[self.cand_key(r.name, steps)]), reverse=True)
                 alive = ranked[: max(1, math.ceil(c.halving.keep * len(ranked)))]
 
-    def leaderboard(self) -> list[dict[str, Any]]:
-        rows = []
-        for row in self.store.candidates():
-            res = self.best_result(row.name) if row.accepted else None
-            rows.append({"row": row, "result": res})
-        rows.sort(key=lambda x: rank_key(x["result"]), reverse=True)  # type: ignore[arg-type]
+    def leaderboard(self) -> list[BoardRow]:
+        rows = [BoardRow(row, self.best_result(row.name) if row.accepted else None) for row in self.store.candidates()]
+        rows.sort(key=lambda x: rank_key(x.result), reverse=True)
         return rows
 
-    def pick_ensembles(self, board: list[dict[str, Any]]) -> dict[str, list[CandidateRow]]:
+    def pick_ensembles(self, board: list[BoardRow]) -> dict[str, list[CandidateRow]]:
         """`top`, `diverse` (skipped when it equals `top`) and `random`, of size min(ensemble_size,
         screened candidates); none with fewer than two screened candidates."""
-        good = [x["row"] for x in board if x["result"] and x["result"].get("status") == "done"]
+        good = [x.row for x in board if x.done]
         k = min(self.cfg.ensemble_size, len(good))
         if k < 2:
             self.log(f"ensembles: {len(good)} screened candidate(s), at least 2 needed; skipped")
@@ -243,7 +267,7 @@ class Search:
             del out["diverse"]
         return out
 
-    def final(self, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def final(self, configs: dict[str, ScreenResult]) -> FinalComparison:
         """Test-split scores of each configuration's model and McNemar tests against the control
         (`evaluate.compare.paired_tests`), the McNemar p-values adjusted as one family."""
         from rlvr.evaluate.compare import paired_tests
@@ -251,40 +275,40 @@ class Search:
         from rlvr.search.screen import evaluate_model
 
         c = self.cfg
-        scores: dict[str, Any] = {}
+        scores: dict[str, DevScores] = {}
         for name, res in configs.items():
-            key = f"test/{res['key']}"
-            got = self.store.get_meta(key)
-            if got is None:
-                got = evaluate_model(Path(res["run_dir"]) / "model", "test", c.test_n, c.test_samples, task=c.task,
+            key = f"test/{res.key}"
+            stored = self.store.get_meta(key)
+            if stored is not None:
+                got = DevScores.model_validate(stored)
+            else:
+                got = evaluate_model(Path(res.run_dir or "") / "model", "test", c.test_n, c.test_samples, task=c.task,
                                      preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
-                self.store.set_meta(key, got)
+                self.store.set_meta(key, got.model_dump(mode="json"))
             scores[name] = got
-            self.log(f"test {name}: pass@1 {got['accuracy']:.3f} F1 {got['f1']:.3f} greedy {got['greedy']:.3f}")
-        tests = []
+            self.log(f"test {name}: pass@1 {got.accuracy:.3f} F1 {got.f1:.3f} greedy {got.greedy or 0:.3f}")
+        tests: list[FinalTest] = []
         ctrl = scores.get("control")
-        if ctrl is not None:
+        if ctrl is not None and ctrl.per_problem is not None:
             for name, s in scores.items():
-                if name == "control":
+                if name == "control" or s.per_problem is None:
                     continue
-                n = s["n_samples"]
+                n = s.n_samples
                 p1, g = paired_tests(
-                    ([x / n for x in ctrl["per_problem"]["correct"]], [x / n for x in s["per_problem"]["correct"]]),
-                    (ctrl["per_problem"]["greedy"], s["per_problem"]["greedy"]), names=("control", name), seed=c.seed,
+                    ([x / n for x in ctrl.per_problem.correct], [x / n for x in s.per_problem.correct]),
+                    (ctrl.per_problem.greedy, s.per_problem.greedy), names=("control", name), seed=c.seed,
                 )  # fmt: skip
-                tests.append({"a": "control", "b": name, "b01": g.detail["b01"], "b10": g.detail["b10"],
-                              "pvalue": g.pvalue, "greedy_diff": s["greedy"] - ctrl["greedy"], "pass1_diff": p1.diff,
-                              "pass1_diff_ci": list(p1.ci)})  # fmt: skip
-            adj = adjust_pvalues([t["pvalue"] for t in tests], c.correction)
+                tests.append(FinalTest(a="control", b=name, b01=g.detail["b01"], b10=g.detail["b10"], pvalue=g.pvalue,
+                                       greedy_diff=(s.greedy or 0.0) - (ctrl.greedy or 0.0), pass1_diff=p1.diff,
+                                       pass1_diff_ci=list(p1.ci)))  # fmt: skip
+            adj = adjust_pvalues([t.pvalue for t in tests], c.correction)
             for t, p in zip(tests, adj, strict=True):
-                t["p_adjusted"], t["significant"] = p, p < 0.05
-        for s in scores.values():
-            s.pop("per_problem", None)
-        return {"split": "test", "n_problems": c.test_n, "n_samples": c.test_samples, "correction": c.correction,
-                "scores": scores, "tests": tests}  # fmt: skip
+                t.p_adjusted, t.significant = p, p < 0.05
+        return FinalComparison(n_problems=c.test_n, n_samples=c.test_samples, correction=c.correction,
+                               scores={k: v.short() for k, v in scores.items()}, tests=tests)  # fmt: skip
 
     # ------------------------------------------------------------------ the loop
-    def run(self) -> dict[str, Any]:
+    def run(self) -> SearchResults:
         c = self.cfg
         t0 = time.time()
         self.base = self.ensure_base()
@@ -304,36 +328,36 @@ class Search:
                     for kind, m in ens.items()}  # fmt: skip
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
-        seeds_out: dict[str, Any] = {}
+        seeds_out: SeedsResult | None = None
         ranked_ens = sorted(((k, v) for k, v in ens_out.items() if k != "random"), key=lambda kv: rank_key(kv[1]),
                             reverse=True)  # fmt: skip
-        if ranked_ens and c.seeds > 1 and ranked_ens[0][1].get("status") == "done":
+        if ranked_ens and c.seeds > 1 and ranked_ens[0][1].done:
             kind = ranked_ens[0][0]
             jobs = [self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps,
                               c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
             res = self._run(jobs, f"seeds ({kind} ensemble)")
             runs = [ens_out[kind]] + [res[j.key] for j in jobs]
-            f1s = [r["scores"]["f1"] for r in runs if r.get("status") == "done"]
-            seeds_out = {"ensemble": kind, "runs": [{"seed": r.get("seed"), "status": r.get("status"),
-                                                     "scores": r.get("scores")} for r in runs],
-                         "f1_mean": float(sum(f1s) / len(f1s)) if f1s else None,
-                         "f1_sd": float(_sd(f1s)) if len(f1s) > 1 else None}  # fmt: skip
-        best = next((x for x in board if x["result"] and x["result"].get("status") == "done"), None)
+            f1s = [r.scores.f1 for r in runs if r.done and r.scores is not None]
+            seeds_out = SeedsResult(
+                ensemble=kind, runs=[SeedRun(seed=r.seed, status=r.status, scores=_short(r.scores)) for r in runs],
+                f1_mean=float(sum(f1s) / len(f1s)) if f1s else None, f1_sd=float(_sd(f1s)) if len(f1s) > 1 else None,
+            )  # fmt: skip
+        best = next((x for x in board if x.done), None)
         if steps != c.screen_steps:  # the final comparison holds the training budget fixed
             jobs = [self.job(f"baseline/s{steps}/seed{c.seed}", "baseline", [], steps, c.seed)]
             if best:
-                jobs.append(self.job(self.cand_key(best["row"].name, steps), "final", [best["row"]], steps, c.seed))
+                jobs.append(self.job(self.cand_key(best.row.name, steps), "final", [best.row], steps, c.seed))
             got = self._run(jobs, f"final budget ({steps} steps)")
             control = got[jobs[0].key]
             if best:
-                best = {"row": best["row"], "result": got[jobs[1].key]}
-        finals = {"control": control} if control.get("status") == "done" else {}
-        if best and best["result"].get("status") == "done":
-            finals[f"best single ({best['row'].name})"] = best["result"]
-        finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.get("status") == "done"})
+                best = BoardRow(best.row, got[jobs[1].key])
+        finals = {"control": control} if control.done else {}
+        if best and best.result is not None and best.result.done:
+            finals[f"best single ({best.row.name})"] = best.result
+        finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.done})
         final = self.final(finals)
         results = self.results(control, board, ens, ens_out, seeds_out, final, time.time() - t0)
-        write_json(self.out / "results.json", results)
+        write_json(self.out / "results.json", results.to_json())
         from rlvr.search.report import write_report
 
         write_report(results, self.out / "search_report.html")
@@ -341,47 +365,51 @@ class Search:
             self.rundir.write_manifest(finished=True, wall_s=time.time() - t0)
         return results
 
-    def results(self, control, board, ens, ens_out, seeds_out, final, wall_s) -> dict[str, Any]:
+    def results(
+        self,
+        control: ScreenResult,
+        board: list[BoardRow],
+        ens: dict[str, list[CandidateRow]],
+        ens_out: dict[str, ScreenResult],
+        seeds_out: SeedsResult | None,
+        final: FinalComparison,
+        wall_s: float,
+    ) -> SearchResults:
         cands = []
         for rank, x in enumerate(board, 1):
-            row, res = x["row"], x["result"]
-            cands.append({
-                "rank": rank if res and res.get("status") == "done" else None, "name": row.name,
-                "round": row.round, "description": row.description, "parents": list(row.parents),
-                "source": row.source, "accepted": row.accepted, "stage": row.stage, "reason": row.reason,
-                "status": "rejected" if row.accepted is False else (res or {}).get("status", "not screened"),
-                "error": (res or {}).get("error"), "steps": (res or {}).get("steps"),
-                "scores": _short((res or {}).get("scores")), "train": (res or {}).get("train"),
-                "reward_audit": (res or {}).get("reward_audit"),
-            })  # fmt: skip
+            row, res = x.row, x.result
+            status = "rejected" if row.accepted is False else (res.status if res else "not screened")
+            cands.append(CandidateResult(
+                rank=rank if x.done else None, name=row.name, round=row.round, description=row.description,
+                parents=list(row.parents), source=row.source, accepted=row.accepted, stage=row.stage,
+                reason=row.reason, status=status, error=res.error if res else None, steps=res.steps if res else None,
+                scores=_short(res.scores if res else None), train=res.train if res else None,
+                reward_audit=res.reward_audit if res else None,
+            ))  # fmt: skip
         rounds = []
         for rnd in range(1, self.cfg.rounds + 1):
-            f1s = [x["scores"]["f1"] for x in cands if x["round"] == rnd and x["scores"]]
-            rounds.append({"round": rnd, "proposed": sum(x["round"] == rnd for x in cands),
-                           "accepted": sum(x["round"] == rnd and bool(x["accepted"]) for x in cands),
-                           "f1": f1s, "best_f1": max(f1s) if f1s else None})  # fmt: skip
-        ensembles = [{"kind": k, "members": [m.name for m in ens[k]], "status": v.get("status"),
-                      "error": v.get("error"), "scores": _short(v.get("scores")),
-                      "reward_audit": v.get("reward_audit")} for k, v in ens_out.items()]  # fmt: skip
-        return {
-            "config": self.cfg.model_dump(mode="json"),
-            "base_model": self.base,
-            "wall_s": wall_s,
-            "control": {
-                "status": control.get("status"),
-                "scores": _short(control.get("scores")),
-                "error": control.get("error"),
-            },  # fmt: skip
-            "rounds": rounds,
-            "candidates": cands,
-            "ensembles": ensembles,
-            "seeds": seeds_out,
-            "final": final,
-        }
+            f1s = [x.scores.f1 for x in cands if x.round == rnd and x.scores is not None]
+            rounds.append(RoundSummary(round=rnd, proposed=sum(x.round == rnd for x in cands),
+                                       accepted=sum(x.round == rnd and bool(x.accepted) for x in cands),
+                                       f1=f1s, best_f1=max(f1s) if f1s else None))  # fmt: skip
+        ensembles = [EnsembleResult(kind=k, members=[m.name for m in ens[k]], status=v.status, error=v.error,
+                                    scores=_short(v.scores), reward_audit=v.reward_audit)
+                     for k, v in ens_out.items()]  # fmt: skip
+        return SearchResults(
+            config=self.cfg.model_dump(mode="json"),
+            base_model=self.base,
+            wall_s=wall_s,
+            control=ControlResult(status=control.status, scores=_short(control.scores), error=control.error),
+            rounds=rounds,
+            candidates=cands,
+            ensembles=ensembles,
+            seeds=seeds_out,
+            final=final,
+        )
 
 
-def _short(scores: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if scores is None else {k: v for k, v in scores.items() if k != "per_problem"}
+def _short(scores: DevScores | None) -> DevScores | None:
+    return None if scores is None else scores.short()
 
 
 def _sd(xs: list[float]) -> float:
@@ -389,7 +417,7 @@ def _sd(xs: list[float]) -> float:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-def run_search(cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> dict[str, Any]:
+def run_search(cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> SearchResults:
     """Run (or resume) a search into `cfg.out`; returns what results.json holds."""
     search = Search(cfg, resume=resume, log=log)
     try:

@@ -30,6 +30,7 @@ import numpy as np
 
 from rlvr.config import SamplingConfig
 from rlvr.rewards.combine import weighted_sum
+from rlvr.runs.search import DevScores, PerProblem, ScreenResult, TrainSummary
 
 __all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
 
@@ -91,7 +92,7 @@ def f1_score(correct: float, answered: float, total: float) -> float:
     return 2 * p * r / (p + r)
 
 
-def dev_scores(correct: np.ndarray, answered: np.ndarray, seed: int = 0) -> dict[str, Any]:
+def dev_scores(correct: np.ndarray, answered: np.ndarray, seed: int = 0) -> DevScores:
     """Accuracy and F1 with 95% percentile bootstrap CIs (1000 resamples of the P problems) from
     (P, n) boolean arrays."""
     from rlvr.evaluate.stats import bootstrap_ci  # scipy: only when scoring
@@ -102,15 +103,15 @@ def dev_scores(correct: np.ndarray, answered: np.ndarray, seed: int = 0) -> dict
     acc = lambda idx: float(c[idx.astype(np.intp)].sum() / (len(idx) * n))  # noqa: E731
     f1 = lambda idx: f1_score(c[idx.astype(np.intp)].sum(), a[idx.astype(np.intp)].sum(), len(idx) * n)  # noqa: E731
     idx = np.arange(len(c))
-    return {
-        "accuracy": acc(idx),
-        "accuracy_ci": bootstrap_ci(idx, acc, n_resamples=1000, seed=seed),
-        "f1": f1(idx),
-        "f1_ci": bootstrap_ci(idx, f1, n_resamples=1000, seed=seed + 1),
-        "answered": float(a.sum() / (len(c) * n)),
-        "n_problems": len(c),
-        "n_samples": n,
-    }
+    return DevScores(
+        accuracy=acc(idx),
+        accuracy_ci=list(bootstrap_ci(idx, acc, n_resamples=1000, seed=seed)),
+        f1=f1(idx),
+        f1_ci=list(bootstrap_ci(idx, f1, n_resamples=1000, seed=seed + 1)),
+        answered=float(a.sum() / (len(c) * n)),
+        n_problems=len(c),
+        n_samples=n,
+    )
 
 
 def evaluate_model(
@@ -124,7 +125,7 @@ def evaluate_model(
     seed: int,
     sampling: SamplingConfig | None = None,
     threads: int | None = 2,
-) -> dict[str, Any]:
+) -> DevScores:
     """Sampled scores and greedy per-problem correctness of a saved model on a split, sampled and
     prompted as the screening run was trained (`sampling`)."""
     import torch
@@ -144,15 +145,12 @@ def evaluate_model(
     greedy = score(n=1, temperature=0.0)
     answered = np.array([[p is not None for p in row] for row in sampled.parsed], dtype=bool)
     out = dev_scores(sampled.correct, answered, seed)
-    out.update(
-        split=split,
-        greedy=float(greedy.correct.mean()),
-        per_problem={
-            "ids": [p.id for p in problems],
-            "correct": sampled.correct.sum(1).tolist(),
-            "answered": answered.sum(1).tolist(),
-            "greedy": greedy.correct[:, 0].astype(int).tolist(),
-        },
+    out.split, out.greedy = split, float(greedy.correct.mean())
+    out.per_problem = PerProblem(
+        ids=[p.id for p in problems],
+        correct=sampled.correct.sum(1).tolist(),
+        answered=answered.sum(1).tolist(),
+        greedy=greedy.correct[:, 0].astype(int).tolist(),
     )
     return out
 
@@ -194,27 +192,27 @@ def _load_members(job: ScreenJob) -> EnsembleReward | None:
     return EnsembleReward(members, job.candidate_weight)
 
 
-def _train_summary(rows: list[dict[str, Any]], reward: EnsembleReward | None) -> dict[str, Any]:
+def _train_summary(rows: list[dict[str, Any]], reward: EnsembleReward | None) -> TrainSummary:
     last = rows[-10:]
-    return {
-        "accuracy_last10": _nanmean([r.get("train/accuracy") for r in last]),
-        "reward_last10": _nanmean([r.get("reward/total/mean") for r in last]),
-        "candidate_errors": sum(m.errors for m in reward.members) if reward is not None else 0,
-        "candidate_none_frac": _nanmean([r.get("reward/candidate/none_frac") for r in rows]) if reward else 0.0,
-        "candidate_last_errors": sorted({m.last_error for m in reward.members if m.last_error})[:3] if reward else [],
-        "steps_run": len(rows),
-    }
+    return TrainSummary(
+        accuracy_last10=_nanmean([r.get("train/accuracy") for r in last]),
+        reward_last10=_nanmean([r.get("reward/total/mean") for r in last]),
+        candidate_errors=sum(m.errors for m in reward.members) if reward is not None else 0,
+        candidate_none_frac=_nanmean([r.get("reward/candidate/none_frac") for r in rows]) if reward else 0.0,
+        candidate_last_errors=sorted({m.last_error for m in reward.members if m.last_error})[:3] if reward else [],
+        steps_run=len(rows),
+    )
 
 
-def run_screen(job: ScreenJob) -> dict[str, Any]:
-    """Train, evaluate on `job.eval_split`, and return a JSON-able result; never raises."""
+def run_screen(job: ScreenJob) -> ScreenResult:
+    """Train, evaluate on `job.eval_split`, and return the result; never raises."""
     from rlvr.audit.drift import reward_flags
     from rlvr.grpo.trainer import GRPOTrainer
     from rlvr.runs import read_jsonl
 
     t0 = time.time()
-    result: dict[str, Any] = {"key": job.key, "kind": job.kind, "members": job.names, "steps": job.steps,
-                              "seed": job.seed, "run_dir": job.out}  # fmt: skip
+    result = ScreenResult(key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed,
+                          run_dir=job.out)  # fmt: skip
     reward = None
     try:
         shutil.rmtree(job.out, ignore_errors=True)  # a rerun after a kill starts clean
@@ -226,21 +224,24 @@ def run_screen(job: ScreenJob) -> dict[str, Any]:
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
             seed=job.seed, sampling=cfg.sampling, threads=cfg.threads,
         )  # fmt: skip
-        flags = [f for f in reward_flags(read_jsonl(run_dir / "samples" / "train.jsonl")) if f["reward"] == "candidate"]
-        result.update(status="done", scores=scores, train=train, reward_audit=flags[0] if flags else None)
-        none_frac = train["candidate_none_frac"]
+        flags = [f for f in reward_flags(read_jsonl(run_dir / "samples" / "train.jsonl")) if f.reward == "candidate"]
+        result.status, result.scores, result.train = "done", scores, train
+        result.reward_audit = flags[0] if flags else None
+        none_frac = train.candidate_none_frac
         if none_frac is not None and none_frac > MAX_NONE_FRAC:
             # an unscorable item has no total reward, so it trains on nothing (the base rewards included)
-            errs = "; ".join(train["candidate_last_errors"][:2]) or "none recorded"
-            result.update(status="failed", error=f"the candidate reward was unscorable (None) for {none_frac:.0%} "
-                          f"of completions; last errors: {errs}")  # fmt: skip
+            errs = "; ".join(train.candidate_last_errors[:2]) or "none recorded"
+            result.status = "failed"
+            result.error = (f"the candidate reward was unscorable (None) for {none_frac:.0%} of completions; "
+                            f"last errors: {errs}")  # fmt: skip
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
         if not job.keep_model:
             shutil.rmtree(run_dir / "model", ignore_errors=True)
     except Exception as e:  # a failed screen is a result (the search goes on), not a crash
-        result.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-4000:])
+        result.status, result.error = "failed", f"{type(e).__name__}: {e}"
+        result.traceback = traceback.format_exc()[-4000:]
     finally:
         if reward is not None:
             reward.close()
-    result["seconds"] = time.time() - t0
+    result.seconds = time.time() - t0
     return result

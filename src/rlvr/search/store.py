@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr.runs import clean
+from rlvr.runs.search import ScreenResult
 from rlvr.search.proposer import Candidate
 
-__all__ = ["CandidateRow", "Store"]
+__all__ = ["CandidateRow", "Store", "StoredScreen"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (
@@ -48,6 +50,22 @@ CREATE TABLE IF NOT EXISTS screens (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+
+@dataclass(frozen=True)
+class StoredScreen:
+    """A finished screening run as the store keeps it."""
+
+    key: str
+    kind: str
+    members: list[str]
+    steps: int
+    seed: int
+    result: ScreenResult
+
+
+def _result_json(result: ScreenResult) -> str:
+    return json.dumps(clean(result.model_dump(mode="json", exclude_none=True)))
 
 
 @dataclass(frozen=True)
@@ -142,27 +160,23 @@ class Store:
         ]
 
     # --- screens ------------------------------------------------------------------------------
-    def add_screen(self, key: str, kind: str, members: list[str], steps: int, seed: int, result: dict) -> None:
-        status = result.get("status", "failed")
+    def add_screen(self, key: str, kind: str, members: list[str], steps: int, seed: int, result: ScreenResult) -> None:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO screens VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, kind, json.dumps(members), steps, seed, status, json.dumps(result), time.time()),
+                (key, kind, json.dumps(members), steps, seed, result.status, _result_json(result), time.time()),
             )
 
-    def screen(self, key: str) -> dict[str, Any] | None:
+    def screen(self, key: str) -> ScreenResult | None:
         row = self.db.execute("SELECT result FROM screens WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else ScreenResult.model_validate_json(row[0])
 
-    def screens(self, kind: str | None = None) -> list[dict[str, Any]]:
-        q = "SELECT key, kind, members, steps, seed, status, result FROM screens"
+    def screens(self, kind: str | None = None) -> list[StoredScreen]:
+        q = "SELECT key, kind, members, steps, seed, result FROM screens"
         args: tuple[str, ...] = ()
         if kind is not None:
             q, args = q + " WHERE kind = ?", (kind,)
-        out = []
-        for key, k, members, steps, seed, status, result in self.db.execute(q + " ORDER BY finished", args):
-            out.append(
-                {"key": key, "kind": k, "members": json.loads(members), "steps": steps, "seed": seed,
-                 "status": status, "result": json.loads(result)}
-            )  # fmt: skip
-        return out
+        return [
+            StoredScreen(key, k, json.loads(members), steps, seed, ScreenResult.model_validate_json(result))
+            for key, k, members, steps, seed, result in self.db.execute(q + " ORDER BY finished", args)
+        ]

@@ -11,7 +11,8 @@ from typing import Any
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.drift import drift_alarms, reward_flags, structure_stats
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
-from rlvr.runs import RunFileError, read_json
+from rlvr.runs import RewardAudit, RunFileError
+from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
 
 __all__ = ["check_drift", "check_human"]
 
@@ -19,7 +20,7 @@ HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.
 
 
 # ------------------------------------------------------------------ 6. training drift
-def _drift_tables(d: dict[str, Any], struct: dict[str, Any], flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _drift_tables(d: dict[str, Any], struct: dict[str, Any], flags: list[RewardAudit]) -> list[dict[str, Any]]:
     tables = []
     if d["alarms"]:
         tables.append(
@@ -43,9 +44,8 @@ def _drift_tables(d: dict[str, Any], struct: dict[str, Any], flags: list[dict[st
         rows = [[f, fmt(struct["correct"].get(f), ".3g"), fmt(struct["incorrect"].get(f), ".3g")] for f in feats]
         tables.append(table("structure of training completions", ["feature", "correct", "incorrect"], rows))
     if flags:
-        rows = [[f["reward"], f["kind"], fmt(f.get("mean_correct")), fmt(f.get("mean_incorrect")),
-                 fmt(f.get("corr_correct"), "+.2f"), fmt(f.get("corr_length"), "+.2f"),
-                 "; ".join(f["flags"]) or f.get("note", "ok")] for f in flags]  # fmt: skip
+        rows = [[f.reward, f.kind, fmt(f.mean_correct), fmt(f.mean_incorrect), fmt(f.corr_correct, "+.2f"),
+                 fmt(f.corr_length, "+.2f"), "; ".join(f.flags) or f.note or "ok"] for f in flags]  # fmt: skip
         tables.append(
             table(
                 "does each reward pay for correctness?",
@@ -62,12 +62,12 @@ def check_drift(ctx: AuditContext) -> CheckResult:
     samples = ctx.run.samples()
     struct, flags = structure_stats(samples), reward_flags(samples)
     levels = [a["level"] for a in d["alarms"]]
-    flagged = [f for f in flags if f["flags"]]
-    levels += ["fail" if f["kind"] == "correctness" else "warn" for f in flagged]
+    flagged = [f for f in flags if f.flags]
+    levels += ["fail" if f.kind == "correctness" else "warn" for f in flagged]
     if not samples:
         levels.append("warn")
     status = worst(levels)
-    parts = [a["message"] for a in d["alarms"]] + [f"reward {f['reward']}: {'; '.join(f['flags'])}" for f in flagged]
+    parts = [a["message"] for a in d["alarms"]] + [f"reward {f.reward}: {'; '.join(f.flags)}" for f in flagged]
     if not samples:
         parts.append("no samples/train.jsonl: structural audit skipped")
     if not parts:
@@ -78,25 +78,26 @@ def check_drift(ctx: AuditContext) -> CheckResult:
             f"x{fmt(d['entropy']['ratio'], '.2f')}, truncation {fmt(d['truncated_frac']['late'], '.0%')}, reward "
             f"{fmt(h.get('reward_rise'), '+.3f')} with held-out {fmt(held.get('gain'), '+.3f')}"
         )
-    ev = {**d, "structure": struct, "reward_flags": flags}
+    ev = {**d, "structure": struct, "reward_flags": [f.model_dump(mode="json") for f in flags]}
     return CheckResult("drift", status, "; ".join(parts), ev, tables=_drift_tables(d, struct, flags))
 
 
 # ------------------------------------------------------------------ 7. human judgment
-def _read_stats(path: Path) -> dict[str, Any]:
+def _read_stats(path: Path) -> ReviewStats | str:
+    """The review's statistics, or why they cannot be read."""
     try:
-        return read_json(path)
+        return read_review_stats(path)
     except RunFileError as e:
-        return {"error": f"unreadable: {e}"}
+        return f"unreadable: {e}"
 
 
-def _human_status(s: dict[str, Any]) -> tuple[Status, list[str]]:
-    n, kappa, in_ci = s.get("n_labelled"), s.get("answer_kappa_min"), s.get("verifier_pass@1_in_corrected_ci")
+def _human_status(s: ReviewSummary) -> tuple[Status, list[str]]:
+    n, kappa, in_ci = s.n_labelled, s.answer_kappa_min, s.verifier_in_corrected_ci
     fails, warns = [], []
     if in_ci is False:
-        ci = s.get("pass@1_corrected_ci") or [math.nan, math.nan]
+        ci = s.pass_at_1_corrected_ci or [math.nan, math.nan]
         fails.append(
-            f"verifier pass@1 {fmt(s.get('pass@1_verifier'))} lies outside the human-corrected CI "
+            f"verifier pass@1 {fmt(s.pass_at_1_verifier)} lies outside the human-corrected CI "
             f"[{fmt(ci[0])}, {fmt(ci[1])}]"
         )
     if finite(kappa) and kappa < HUMAN["kappa_fail"]:
@@ -105,14 +106,13 @@ def _human_status(s: dict[str, Any]) -> tuple[Status, list[str]]:
         warns.append(f"moderate reviewer agreement (kappa {kappa:.2f})")
     elif not finite(kappa):
         warns.append("one reviewer only: no agreement measured")
-    for key in ("verifier_precision", "verifier_recall"):
-        v = s.get(key)
+    for name, v in (("verifier precision", s.verifier_precision), ("verifier recall", s.verifier_recall)):
         if finite(v) and v < HUMAN["pr_fail"]:
-            fails.append(f"{key.replace('_', ' ')} {v:.2f} against people")
+            fails.append(f"{name} {v:.2f} against people")
         elif finite(v) and v < HUMAN["pr_warn"]:
-            warns.append(f"{key.replace('_', ' ')} {v:.2f} against people")
-    if not finite(n) or n < HUMAN["min_labelled"]:
-        warns.append(f"only {n or 0} labelled items (< {HUMAN['min_labelled']})")
+            warns.append(f"{name} {v:.2f} against people")
+    if n < HUMAN["min_labelled"]:
+        warns.append(f"only {n} labelled items (< {HUMAN['min_labelled']})")
     return ("fail" if fails else "warn" if warns else "pass"), fails + warns
 
 
@@ -128,26 +128,26 @@ def check_human(ctx: AuditContext) -> CheckResult:
         return CheckResult("human", "warn", f"no human-labelled slice; run `rlvr review export {where}`", {"found": []})
     found.sort(key=lambda es: (es[0].role != "trained", es[0].split != "test"))
     ev, stats = found[0]
-    if "error" in stats or not isinstance(stats.get("summary"), dict):
-        return CheckResult(
-            "human", "warn", stats.get("error") or f"{ev.path}/review/stats.json has no 'summary'", {"stats": stats}
-        )
-    s = stats["summary"]
+    if isinstance(stats, str):
+        return CheckResult("human", "warn", stats, {"stats": {"error": stats}})
+    s = stats.summary
     status, notes = _human_status(s)
-    ci = s.get("pass@1_corrected_ci") or [None, None]
+    ci = s.pass_at_1_corrected_ci or [math.nan, math.nan]
     text = (
-        f"{ev.name}: {s.get('n_labelled')} items labelled by {s.get('n_reviewers')} reviewer(s); verifier precision "
-        f"{fmt(s.get('verifier_precision'), '.2f')}, recall {fmt(s.get('verifier_recall'), '.2f')}; pass@1 "
-        f"{fmt(s.get('pass@1_verifier'))} by the verifier vs {fmt(s.get('pass@1_corrected'))} corrected by people "
+        f"{ev.name}: {s.n_labelled} items labelled by {s.n_reviewers} reviewer(s); verifier precision "
+        f"{fmt(s.verifier_precision, '.2f')}, recall {fmt(s.verifier_recall, '.2f')}; pass@1 "
+        f"{fmt(s.pass_at_1_verifier)} by the verifier vs {fmt(s.pass_at_1_corrected)} corrected by people "
         f"(CI {fmt(ci[0])} to {fmt(ci[1])})"
     )
     if notes:
         text += "; " + "; ".join(notes)
-    rows = [[str(e.path), e.role, e.split, fmt((st.get("summary") or {}).get("n_labelled"), ".0f")] for e, st in found]
+    rows = [
+        [str(e.path), e.role, e.split, "n/a" if isinstance(st, str) else str(st.summary.n_labelled)] for e, st in found
+    ]
     evid = {
         "eval": str(ev.path),
-        "schema": stats.get("schema"),
-        "summary": s,
+        "schema": stats.schema_,
+        "summary": s.model_dump(mode="json", by_alias=True),
         "thresholds": HUMAN,
         "all": [str(e.path) for e, _ in found],
     }

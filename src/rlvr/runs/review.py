@@ -1,0 +1,139 @@
+"""Typed `stats.json` of a review folder (`rlvr review stats`; schema in docs/review.md): what the
+review writes and the audit's check 7 reads. Keys as written (`pass@1`) are the fields' aliases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from rlvr.runs.io import RunFileError, read_json
+from rlvr.runs.records import _file, _Record, validation_line
+
+__all__ = [
+    "Agreement", "AgreementPair", "ClassifierStats", "Estimate", "Headline", "Pass1Headline", "ReviewStats",
+    "ReviewSummary", "StratumAgreement", "StrictHeadline", "Verifiers", "read_review_stats",
+]  # fmt: skip
+
+
+class Estimate(_Record):
+    """A number and its 95% CI; both None where undefined (nothing labelled)."""
+
+    value: float | None = None
+    ci: list[float] | None = None
+
+
+class AgreementPair(_Record):
+    """Two reviewers (sorted names) on the items both labelled: raw agreement and Cohen's kappa."""
+
+    a: str
+    b: str
+    n: int
+    answer_agreement: float | None = None
+    answer_kappa: float | None = None
+    reasoning_agreement: float | None = None
+    reasoning_kappa: float | None = None
+
+
+class ClassifierStats(_Record):
+    """A binary judge against people (positive = correct): confusion counts and rates."""
+
+    n: int
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    precision: float | None = None
+    recall: float | None = None
+    accuracy: float | None = None
+    kappa: float | None = None
+
+
+class Agreement(_Record):
+    pairs: list[AgreementPair] = []
+    answer_kappa_min: float | None = None
+    items_multiply_labelled: int = 0
+
+
+class Verifiers(_Record):
+    """The verifier (and a second verifier, and the process score vs reasoning validity, when the
+    samples have them) against the consensus labels."""
+
+    verifier: ClassifierStats
+    verifier2: ClassifierStats | None = None
+    process: ClassifierStats | None = None
+
+
+class Pass1Headline(_Record):
+    n: int
+    verifier: Estimate = Estimate()
+    human: Estimate = Estimate()
+    human_minus_verifier: Estimate = Estimate()
+    corrected: Estimate = Estimate()  # population pass@1 re-estimated with the human labels
+    population_verifier: float | None = None  # the verifier's pass@1 over the whole evaluation
+
+
+class StrictHeadline(_Record):
+    n: int
+    human: Estimate = Estimate()
+
+
+class Headline(_Record):
+    pass_at_1: Pass1Headline = Field(alias="pass@1")
+    strict_at_1: StrictHeadline = Field(alias="strict@1")
+
+
+class ReviewSummary(_Record):
+    """The flat numbers the readiness audit (check 7) reads."""
+
+    n_labelled: int = 0
+    n_reviewers: int = 0
+    answer_kappa_min: float | None = None
+    verifier_precision: float | None = None
+    verifier_recall: float | None = None
+    pass_at_1_verifier: float | None = Field(None, alias="pass@1_verifier")
+    pass_at_1_corrected: float | None = Field(None, alias="pass@1_corrected")
+    pass_at_1_corrected_ci: list[float] | None = Field(None, alias="pass@1_corrected_ci")
+    verifier_in_corrected_ci: bool | None = Field(None, alias="verifier_pass@1_in_corrected_ci")
+
+
+class StratumAgreement(_Record):
+    n: int
+    verifier_agrees: float
+
+
+class ReviewStats(_Record):
+    """`stats.json`: agreement, verifiers against people, the headline pass@1 with its human
+    correction, error categories and agreement by stratum."""
+
+    schema_version: int = 1
+    schema_: str = Field("rlvr.review.stats/1", alias="schema")
+    review_dir: str
+    eval: dict[str, Any] = {}  # the evaluation's model, task, split, ... as export.json recorded them
+    seed: int
+    n_items: int
+    n_labelled: int
+    coverage: float
+    reviewers: dict[str, int] = {}
+    summary: ReviewSummary
+    agreement: Agreement
+    verifiers: Verifiers
+    headline: Headline
+    errors: dict[str, int] = {}
+    by_stratum: dict[str, dict[str, StratumAgreement]] = {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's contents (keys as written; a verifier the samples lack is left out)."""
+        out = self.model_dump(mode="json", by_alias=True)
+        out["verifiers"] = {k: v for k, v in out["verifiers"].items() if v is not None}
+        return out
+
+
+def read_review_stats(path: str | Path) -> ReviewStats:
+    """The `stats.json` of a review folder (or the file itself), validated."""
+    file = _file(path, "stats.json")
+    try:
+        return ReviewStats.model_validate(read_json(file))
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
