@@ -18,6 +18,7 @@ from rlvr.runs import (
     read_json,
     read_jsonl,
     read_manifest,
+    read_samples,
     write_json,
     write_jsonl,
 )
@@ -110,3 +111,24 @@ def test_jsonl_lines_split_on_newlines_only(tmp_path: Path) -> None:
     """A completion holding U+2028 (written raw with ensure_ascii=False) stays one row."""
     path = write_jsonl(tmp_path / "s.jsonl", [{"completion": "a\u2028b\x85c"}, {"completion": "d"}])
     assert [r["completion"] for r in read_jsonl(path)] == ["a\u2028b\x85c", "d"]
+
+
+def test_manifest_data_refs_and_the_earlier_skipped_prompts_place(tmp_path: Path) -> None:
+    earlier = {"train": {"task": "arith", "n": 5, "hash": "h1"}, "dev": {"task": "arith", "n": 2, "hash": "h2"},
+               "skipped_long_prompts": ["p3"]}  # fmt: skip
+    write_json(tmp_path / "manifest.json", {"command": "train", "data": earlier})
+    m = read_manifest(tmp_path)
+    assert m.data_hash("train") == "h1" and m.data_hash("dev") == "h2" and m.data_hash("test") is None
+    assert m.data["train"].skipped_long_prompts == ["p3"] and "skipped_long_prompts" not in m.data
+
+
+def test_samples_read_typed_and_a_bad_row_names_file_line_and_field(tmp_path: Path) -> None:
+    rows = [{"problem_id": "p0", "completion": "4", "correct": True, "tokens": 2, "rewards": {"outcome": 1.0}},
+            {"problem_id": "p1", "completion": "5", "correct": False, "tokens": 3, "gold": "4", "x": 1}]  # fmt: skip
+    path = write_jsonl(tmp_path / "samples.jsonl", rows)
+    got = read_samples(path)
+    assert got[0].rewards == {"outcome": 1.0} and got[1].gold == "4" and got[1].model_extra == {"x": 1}
+    assert read_samples(tmp_path / "none.jsonl", missing_ok=True) == []
+    write_jsonl(path, [rows[0], {**rows[1], "tokens": "many"}])
+    with pytest.raises(RunFileError, match=r"samples.jsonl:2: field 'tokens': "):
+        read_samples(path)

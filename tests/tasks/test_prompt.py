@@ -11,6 +11,7 @@ import pytest
 
 from rlvr.config import ConfigError, SamplingConfig, load_config
 from rlvr.models.load import load_tokenizer
+from rlvr.runs import read_manifest
 from rlvr.tasks import PromptFormatError, PromptFormatter, format_prompt, format_target, load_task
 from rlvr.tasks.gsm8k import DataError, load_jsonl
 
@@ -172,4 +173,5 @@ def test_over_long_prompts_are_refused_by_eval_and_left_out_by_train(tmp_path: P
         tr = GRPOTrainer(tcfg)
     assert len(tr.problems) == 5 and tr.skipped_long == [probs[2].id]
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
-    assert manifest["data"]["skipped_long_prompts"] == [probs[2].id]
+    assert manifest["data"]["train"]["skipped_long_prompts"] == [probs[2].id]
+    assert read_manifest(tr.run.path).data["train"].skipped_long_prompts == [probs[2].id]

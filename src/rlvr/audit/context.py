@@ -42,11 +42,6 @@ def _load(task: Any, split: str, n: Any, seed: Any, preset: Any, expected: str |
     return LoadedProblems(probs, expected, problems_hash(probs))
 
 
-def _manifest_hash(manifest: dict[str, Any], split: str) -> str | None:
-    entry = (manifest.get("data") or {}).get(split)
-    return entry.get("hash") if isinstance(entry, dict) and isinstance(entry.get("hash"), str) else None
-
-
 def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> dict[str, Any] | None:
     """Paired change of sampled pass@1 (bootstrap CI) and greedy accuracy (McNemar) from the base's
     evaluation to the trained model's, over the problems both evaluated (from `per_problem`), by
@@ -102,7 +97,7 @@ class AuditContext:
     @functools.cached_property
     def train_problems(self) -> LoadedProblems:
         c = self.run.config
-        expected = _manifest_hash(self.run.manifest, "train")
+        expected = self.run.manifest.data_hash("train")
         return _load(c.get("task"), "train", c.get("n_train"), c.get("seed"), c.get("preset"), expected)
 
     @functools.cached_property
@@ -110,12 +105,12 @@ class AuditContext:
         c = self.run.config
         if not c.get("eval_every"):
             return None
-        expected = _manifest_hash(self.run.manifest, "dev")
+        expected = self.run.manifest.data_hash("dev")
         return _load(c.get("task"), "dev", c.get("eval_n"), c.get("seed"), c.get("preset"), expected)
 
     def eval_problems(self, ev: EvalRun) -> LoadedProblems:
         c = ev.config
-        expected = ev.result.data_hash or _manifest_hash(ev.manifest, ev.split)
+        expected = ev.result.data_hash or ev.manifest.data_hash(ev.split)
         return _load(c.get("task", ev.task), ev.split, c.get("n_problems"), c.get("seed"), c.get("preset"), expected)
 
     def eval_items(self, ev: EvalRun) -> tuple[list[tuple[str, str]], str]:
@@ -123,9 +118,8 @@ class AuditContext:
         its samples.jsonl, else re-created from its config when the hash matches."""
         seen: dict[str, str] = {}
         for row in ev.samples():
-            pid, q = row.get("problem_id"), row.get("question")
-            if isinstance(pid, str) and isinstance(q, str) and pid not in seen:
-                seen[pid] = q
+            if row.problem_id is not None and row.question is not None and row.problem_id not in seen:
+                seen[row.problem_id] = row.question
         if seen:
             return list(seen.items()), "samples.jsonl"
         loaded = self.eval_problems(ev)
@@ -135,7 +129,7 @@ class AuditContext:
 
     def golds(self) -> tuple[list[str], str]:
         """Gold answers of the evaluations (their samples), else of the training problems."""
-        golds = {str(r["gold"]) for ev in self.evals for r in ev.samples() if r.get("gold") is not None}
+        golds = {r.gold for ev in self.evals for r in ev.samples() if r.gold is not None}
         if golds:
             return sorted(golds), "evaluation samples"
         return sorted({p.answer for p in self.train_problems.problems}), "training problems"

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.audit.runs import TrainRun, reward_kind
-from rlvr.runs import RewardAudit
+from rlvr.runs import RewardAudit, Sample
 from rlvr.verify import parse_steps
 
 __all__ = ["MIN_STEPS", "THRESHOLDS", "drift_alarms", "reward_flags", "structure_stats", "window_means"]
@@ -158,7 +158,7 @@ def _heldout(run: TrainRun, fallback: dict[str, Any] | None) -> dict[str, Any] |
 
 
 def _hacking(run: TrainRun, fallback: dict[str, Any] | None, alarms: list[dict[str, Any]]) -> dict[str, Any]:
-    scale = sum(abs(r["weight"]) for r in run.rewards if math.isfinite(r["weight"])) or 1.0
+    scale = sum(abs(r.weight) for r in run.rewards if math.isfinite(r.weight)) or 1.0
     early, late, _ = window_means(run.series("reward/total/mean")[1])
     rise = (late - early) / scale if math.isfinite(late - early) else math.nan
     held = _heldout(run, fallback)
@@ -203,7 +203,7 @@ def drift_alarms(run: TrainRun, heldout_fallback: dict[str, Any] | None = None) 
     return out
 
 
-def _even(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def _even(rows: list[Sample], limit: int) -> list[Sample]:
     return rows if len(rows) <= limit else [rows[int(i * len(rows) / limit)] for i in range(limit)]
 
 
@@ -216,17 +216,17 @@ def _features(text: str) -> dict[str, float]:
     }
 
 
-def structure_stats(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def structure_stats(samples: list[Sample]) -> dict[str, Any]:
     """Mean structure of correct vs incorrect training completions (see the module docstring)."""
-    rows = _even([r for r in samples if isinstance(r.get("completion"), str)], MAX_SAMPLE_ROWS)
+    rows = _even([r for r in samples if r.completion is not None], MAX_SAMPLE_ROWS)
     out: dict[str, Any] = {"n_rows": len(rows)}
     for label, want in (("correct", True), ("incorrect", False)):
-        group = [r for r in rows if bool(r.get("correct")) is want]
-        feats = [_features(r["completion"]) for r in group]
+        group = [r for r in rows if bool(r.correct) is want]
+        feats = [_features(r.completion or "") for r in group]
         stats = {
             k: float(np.mean([f[k] for f in feats])) if feats else None for k in ("lines", "arith_density", "steps")
         }
-        toks = [float(r["tokens"]) for r in group if isinstance(r.get("tokens"), int | float)]
+        toks = [float(r.tokens) for r in group if r.tokens is not None]
         stats["tokens"] = float(np.mean(toks)) if toks else None
         out[label] = {"n": len(group), **stats}
     return out
@@ -238,11 +238,11 @@ def _corr(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _one_reward(name: str, rows: list[dict[str, Any]]) -> RewardAudit:
+def _one_reward(name: str, rows: list[Sample]) -> RewardAudit:
     data = [
-        (float(r["rewards"][name]), bool(r.get("correct")), float(r.get("tokens") or 0))
+        (float(value), bool(r.correct), float(r.tokens or 0))
         for r in rows
-        if isinstance(r.get("rewards"), dict) and isinstance(r["rewards"].get(name), int | float)
+        if (value := r.rewards.get(name)) is not None
     ]
     out = RewardAudit(reward=name, kind=reward_kind(name), n=len(data))
     if not data:
@@ -266,8 +266,8 @@ def _one_reward(name: str, rows: list[dict[str, Any]]) -> RewardAudit:
     return out
 
 
-def reward_flags(samples: list[dict[str, Any]]) -> list[RewardAudit]:
+def reward_flags(samples: list[Sample]) -> list[RewardAudit]:
     """Per reward in the training samples: means for correct/incorrect, correlations and flags."""
     rows = _even(samples, MAX_SAMPLE_ROWS)
-    names = sorted({k for r in rows if isinstance(r.get("rewards"), dict) for k in r["rewards"]})
+    names = sorted({k for r in rows for k in r.rewards})
     return [_one_reward(n, rows) for n in names]

@@ -23,6 +23,7 @@ from rlvr import runs
 
 __all__ = [
     "AuditInputError",
+    "RewardWeight",
     "EvalRun",
     "TrainRun",
     "assign_roles",
@@ -33,6 +34,7 @@ __all__ = [
     "load_train_run",
     "model_key",
     "read_rows",
+    "read_samples",
 ]
 
 CORRECTNESS_REWARDS = ("outcome", "process", "hybrid")
@@ -43,9 +45,12 @@ class AuditInputError(ValueError):
     """A run folder the audit cannot read; the message is one line naming the file."""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_manifest(folder: Path) -> runs.Manifest:
+    """The folder's manifest.json (an empty one when the folder has none)."""
+    if not (folder / "manifest.json").is_file():
+        return runs.Manifest()
     try:
-        return runs.read_json(path)
+        return runs.read_manifest(folder)
     except runs.RunFileError as e:
         raise AuditInputError(str(e)) from None
 
@@ -65,11 +70,28 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise AuditInputError(str(e)) from None
 
 
+def read_samples(path: Path) -> list[runs.Sample]:
+    """A samples file's rows (missing file: none); a bad row raises AuditInputError."""
+    try:
+        return runs.read_samples(path, missing_ok=True)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
+
+
 def _num(value: Any) -> float:
     """A logged number, or NaN (metrics.jsonl writes NaN as null)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return math.nan
     return float(value)
+
+
+@dataclass(frozen=True)
+class RewardWeight:
+    """One reward of a run's config: registry name (or file function), weight, params."""
+
+    name: str
+    weight: float
+    params: dict[str, Any] | None = None
 
 
 @dataclass
@@ -78,34 +100,32 @@ class TrainRun:
 
     path: Path
     config: dict[str, Any]
-    manifest: dict[str, Any]
+    manifest: runs.Manifest
     metrics: list[dict[str, Any]]
-    _samples: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _samples: list[runs.Sample] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
         return self.path.name
 
     @property
-    def rewards(self) -> list[dict[str, Any]]:
-        """`[{name, weight, params}]` from config.yaml, defaults filled in."""
-        out = []
-        for spec in self.config.get("rewards") or []:
-            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
-                out.append(
-                    {"name": spec["name"], "weight": _num(spec.get("weight", 1.0)), "params": spec.get("params")}
-                )
-        return out
+    def rewards(self) -> list[RewardWeight]:
+        """The rewards of config.yaml, defaults filled in."""
+        return [
+            RewardWeight(spec["name"], _num(spec.get("weight", 1.0)), spec.get("params"))
+            for spec in self.config.get("rewards") or []
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str)
+        ]
 
     def series(self, key: str) -> tuple[list[int], list[float]]:
         """Steps and values of one metrics key (NaN where the step did not log it)."""
         steps = [int(r.get("step", i + 1)) for i, r in enumerate(self.metrics)]
         return steps, [_num(r.get(key)) for r in self.metrics]
 
-    def samples(self) -> list[dict[str, Any]]:
+    def samples(self) -> list[runs.Sample]:
         """Rows of samples/train.jsonl (read once)."""
         if self._samples is None:
-            self._samples = read_rows(self.path / "samples" / "train.jsonl")
+            self._samples = read_samples(self.path / "samples" / "train.jsonl")
         return self._samples
 
 
@@ -115,13 +135,13 @@ class EvalRun:
 
     path: Path
     config: dict[str, Any]
-    manifest: dict[str, Any]
+    manifest: runs.Manifest
     result: runs.EvalResult
     role: str = "other"
     ablation: str | None = None
     checkpoint: bool = False
     keys: list[Path] = field(default_factory=list)
-    _samples: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _samples: list[runs.Sample] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -145,10 +165,10 @@ class EvalRun:
         """The metric `name` when it has a value."""
         return self.result.metric(name)
 
-    def samples(self) -> list[dict[str, Any]]:
+    def samples(self) -> list[runs.Sample]:
         """Rows of samples.jsonl (read once)."""
         if self._samples is None:
-            self._samples = read_rows(self.path / "samples.jsonl")
+            self._samples = read_samples(self.path / "samples.jsonl")
         return self._samples
 
 
@@ -160,9 +180,9 @@ def load_train_run(path: Path) -> TrainRun:
     if not (path / "config.yaml").is_file():
         raise AuditInputError(f"{path}: not a run folder (no config.yaml)")
     config = _read_yaml(path / "config.yaml")
-    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
-    if manifest.get("command") not in (None, "train") or not isinstance(config.get("rewards"), list):
-        what = manifest.get("command") or "unknown"
+    manifest = _read_manifest(path)
+    if manifest.command not in (None, "train") or not isinstance(config.get("rewards"), list):
+        what = manifest.command or "unknown"
         raise AuditInputError(f"{path}: not a GRPO training run (command {what!r}, no rewards in config.yaml)")
     if not (path / "metrics.jsonl").is_file():
         raise AuditInputError(f"{path}: no metrics.jsonl")
@@ -179,8 +199,7 @@ def load_eval_run(path: Path) -> EvalRun:
     except runs.RunFileError as e:
         raise AuditInputError(str(e)) from None
     config = _read_yaml(path / "config.yaml") if (path / "config.yaml").is_file() else {}
-    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
-    return EvalRun(path, config, manifest, result)
+    return EvalRun(path, config, _read_manifest(path), result)
 
 
 def _resolve(spec: str, anchors: list[Path]) -> Path:
@@ -281,7 +300,7 @@ def reward_kind(name: str) -> str:
 
 def ablation_kind(run: TrainRun) -> str | None:
     """`correctness-only` or `format-only` when every reward of the run is of that kind."""
-    kinds = {reward_kind(r["name"]) for r in run.rewards}
+    kinds = {reward_kind(r.name) for r in run.rewards}
     if kinds == {"correctness"}:
         return "correctness-only"
     if kinds == {"format"}:

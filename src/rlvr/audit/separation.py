@@ -24,21 +24,21 @@ __all__ = ["ablation_rows", "reward_shares"]
 
 def _metric_names(run: TrainRun) -> list[str]:
     """The metrics name of each configured reward (the trainer suffixes `_i` when names repeat)."""
-    names = [r["name"] for r in run.rewards]
+    names = [r.name for r in run.rewards]
     return names if len(set(names)) == len(names) else [f"{n}_{i}" for i, n in enumerate(names)]
 
 
 def reward_shares(run: TrainRun) -> dict[str, Any]:
     """Per reward and per kind: weight, share of the total |weighted reward| over training, gain."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     series: dict[str, dict[str, list[Any]]] = {}
     for spec, key in zip(run.rewards, _metric_names(run), strict=True):
         steps, vals = run.series(f"reward/{key}/mean")
-        w = spec["weight"] if math.isfinite(spec["weight"]) else 0.0
+        w = spec.weight if math.isfinite(spec.weight) else 0.0
         contrib = [w * v for v in vals]
         early, late, n = window_means(contrib)
         mass = sum(abs(c) for c in contrib if math.isfinite(c))
-        rows.append({"reward": key, "kind": reward_kind(spec["name"]), "weight": w, "steps": n, "mass": mass,
+        rows.append({"reward": key, "kind": reward_kind(spec.name), "weight": w, "steps": n, "mass": mass,
                      "early": early, "late": late, "gain": late - early if n else math.nan})  # fmt: skip
         series[key] = {"steps": steps, "values": [round(c, 5) if math.isfinite(c) else None for c in contrib]}
     total = sum(r["mass"] for r in rows)
@@ -86,7 +86,7 @@ def ablation_rows(run: TrainRun, ablations: list[TrainRun], evals: list[EvalRun]
             {
                 "run": r.name,
                 "kind": kind,
-                "rewards": ", ".join(f"{x['name']}x{x['weight']:g}" for x in r.rewards),
+                "rewards": ", ".join(f"{x.name}x{x.weight:g}" for x in r.rewards),
                 "train_accuracy": _late(r, "train/accuracy"),
                 "dev_pass@1": _late(r, "eval/dev/pass@1"),
                 **{f"{s}_pass@1": _eval_value(evs, s) for s in splits},

@@ -83,10 +83,14 @@ class GRPOTrainer:
         self.run.write_manifest(
             seeds={"train": cfg.seed, "sampling": cfg.seed, "data_order": cfg.seed},
             data={
-                "train": {"task": cfg.task, "n": len(self.problems), "hash": problems_hash(self.problems)},
+                "train": {
+                    "task": cfg.task,
+                    "n": len(self.problems),
+                    "hash": problems_hash(self.problems),
+                    "skipped_long_prompts": self.skipped_long,
+                },
                 "dev": {"task": cfg.task, "n": len(self.dev), "hash": problems_hash(self.dev)},
-                "skipped_long_prompts": self.skipped_long,
-            },
+            },  # fmt: skip
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.__dict__,
             prompt_format=self.fmt.fmt,

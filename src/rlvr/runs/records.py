@@ -13,13 +13,30 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from rlvr.runs.io import RunFileError, read_json
+from rlvr.runs.io import RunFileError, iter_jsonl, read_json
 
 __all__ = [
-    "EvalResult", "JudgeSummary", "Manifest", "Metric", "ProblemResult", "RewardAudit", "Spread", "StudyComparison",
-    "StudyCondition", "StudyPooled", "StudyResult", "StudyRun", "read_eval", "read_judge", "read_manifest",
-    "read_study", "validation_line",
-]  # fmt: skip
+    "DataRef",
+    "EvalResult",
+    "JudgeSummary",
+    "Manifest",
+    "Metric",
+    "ProblemResult",
+    "RewardAudit",
+    "Sample",
+    "Spread",
+    "StudyComparison",
+    "StudyCondition",
+    "StudyPooled",
+    "StudyResult",
+    "StudyRun",
+    "read_eval",
+    "read_judge",
+    "read_manifest",
+    "read_samples",
+    "read_study",
+    "validation_line",
+]
 
 
 class _Record(BaseModel):
@@ -124,6 +141,15 @@ class EvalResult(_Record):
         return getattr(self, name, None)
 
 
+class DataRef(_Record):
+    """One data split a run used: task, number of problems and the problems' hash."""
+
+    task: str | None = None
+    n: int | None = None
+    hash: str | None = None
+    skipped_long_prompts: list[str] = []  # train: ids left out because their prompt was too long
+
+
 class Manifest(_Record):
     """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
     the resolved config, where the model input was, and whether the run finished."""
@@ -136,11 +162,61 @@ class Manifest(_Record):
     versions: dict[str, str] = {}
     host: dict[str, Any] = {}
     seeds: dict[str, Any] = {}
-    data: dict[str, Any] = {}
+    data: dict[str, DataRef] = {}
     config: dict[str, Any] | None = None
     paths: dict[str, Any] = {}
     finished: bool = False
     wall_s: float | None = None
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _legacy_skipped(cls, v: Any) -> Any:
+        """Manifests written before 2026-12-02 kept `data.skipped_long_prompts` beside the splits."""
+        if isinstance(v, dict) and isinstance(v.get("skipped_long_prompts"), list):
+            v = dict(v)
+            skipped = v.pop("skipped_long_prompts")
+            if isinstance(v.get("train"), dict):
+                v["train"] = {**v["train"], "skipped_long_prompts": skipped}
+        return v
+
+    def data_hash(self, split: str) -> str | None:
+        """The hash of the problems the run used for `split` (train, dev, test, holdout), if recorded."""
+        ref = self.data.get(split)
+        return ref.hash if ref is not None else None
+
+
+class Sample(_Record):
+    """One completion of `samples.jsonl` (an evaluation) or `samples/train.jsonl` (training); fields
+    either file lacks are None (docs/outputs.md lists both)."""
+
+    problem_id: str | None = None
+    completion: str | None = None
+    correct: bool | None = None
+    tokens: int | None = None
+    truncated: bool | None = None
+    rewards: dict[str, float | None] = {}  # training: each reward's value
+    step: int | None = None  # training
+    group: int | None = None  # training
+    total: float | None = None  # training
+    advantage: float | None = None  # training
+    sample: int | None = None  # evaluation: the sample's index for its problem
+    question: str | None = None  # evaluation
+    gold: str | None = None  # evaluation
+    parsed: str | None = None  # evaluation
+
+
+def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:
+    """The rows of a samples file, validated; a bad row names the file, line and field."""
+    path = Path(path)
+    if missing_ok and not path.exists():
+        return []
+    out = []
+    for no, row in iter_jsonl(path):
+        try:
+            out.append(Sample.model_validate(row))
+        except ValidationError as e:
+            raise RunFileError(validation_line(Path(f"{path}:{no}"), e)) from None
+    return out
 
 
 class JudgeSummary(_Record):

@@ -12,9 +12,19 @@ from rlvr.runs.io import RunFileError, read_json
 from rlvr.runs.records import _file, _Record, validation_line
 
 __all__ = [
-    "Agreement", "AgreementPair", "ClassifierStats", "Estimate", "Headline", "Pass1Headline", "ReviewStats",
-    "ReviewSummary", "StratumAgreement", "StrictHeadline", "Verifiers", "read_review_stats",
-]  # fmt: skip
+    "Agreement",
+    "AgreementPair",
+    "ClassifierStats",
+    "Estimate",
+    "Headline",
+    "Pass1Headline",
+    "ReviewStats",
+    "ReviewSummary",
+    "StratumAgreement",
+    "StrictHeadline",
+    "Verifiers",
+    "read_review_stats",
+]
 
 
 class Estimate(_Record):

@@ -13,10 +13,23 @@ from rlvr.runs.io import RunFileError, read_json
 from rlvr.runs.records import RewardAudit, _file, _Record, validation_line
 
 __all__ = [
-    "Calibration", "CalibrationRow", "CandidateResult", "ControlResult", "DevScores", "EnsembleResult",
-    "FinalComparison", "FinalTest", "PerProblem", "RoundSummary", "ScreenResult", "SearchResults",
-    "SeedRun", "SeedsResult", "TrainSummary", "read_search_results",
-]  # fmt: skip
+    "Calibration",
+    "CalibrationRow",
+    "CandidateResult",
+    "ControlResult",
+    "DevScores",
+    "EnsembleResult",
+    "FinalComparison",
+    "FinalTest",
+    "PerProblem",
+    "RoundSummary",
+    "ScreenResult",
+    "SearchResults",
+    "SeedRun",
+    "SeedsResult",
+    "TrainSummary",
+    "read_search_results",
+]
 
 
 class PerProblem(_Record):

@@ -208,7 +208,7 @@ def run_screen(job: ScreenJob) -> ScreenResult:
     """Train, evaluate on `job.eval_split`, and return the result; never raises."""
     from rlvr.audit.drift import reward_flags
     from rlvr.grpo.trainer import GRPOTrainer
-    from rlvr.runs import read_jsonl
+    from rlvr.runs import read_jsonl, read_samples
 
     t0 = time.time()
     result = ScreenResult(key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed,
@@ -224,7 +224,7 @@ def run_screen(job: ScreenJob) -> ScreenResult:
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
             seed=job.seed, sampling=cfg.sampling, threads=cfg.threads,
         )  # fmt: skip
-        flags = [f for f in reward_flags(read_jsonl(run_dir / "samples" / "train.jsonl")) if f.reward == "candidate"]
+        flags = [f for f in reward_flags(read_samples(run_dir / "samples" / "train.jsonl")) if f.reward == "candidate"]
         result.status, result.scores, result.train = "done", scores, train
         result.reward_audit = flags[0] if flags else None
         none_frac = train.candidate_none_frac

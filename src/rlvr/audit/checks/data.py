@@ -160,18 +160,12 @@ def _guard(task: str) -> dict[str, Any]:
 
 def _holdout_leaks(ctx: AuditContext, hold: list[EvalRun]) -> dict[str, Any]:
     train_hashes = {
-        f"{r.name}:{k}": v["hash"]
-        for r in [ctx.run, *ctx.ablations]
-        for k, v in (r.manifest.get("data") or {}).items()
-        if isinstance(v, dict) and isinstance(v.get("hash"), str)
+        f"{r.name}:{k}": v.hash for r in [ctx.run, *ctx.ablations] for k, v in r.manifest.data.items() if v.hash
     }
-    hold_hashes = {e.name: e.result.data_hash for e in hold}
-    hold_hashes.update(
-        {e.name: (e.manifest.get("data") or {}).get("holdout", {}).get("hash") or hold_hashes[e.name] for e in hold}
-    )
+    hold_hashes = {e.name: e.manifest.data_hash("holdout") or e.result.data_hash for e in hold}
     same = [f"{t} == {h}" for t, th in train_hashes.items() for h, hh in hold_hashes.items() if hh and th == hh]
     hold_ids = {p.id for e in hold for p in e.result.per_problem}
-    train_ids = {str(r.get("problem_id")) for r in ctx.run.samples()}
+    train_ids = {str(r.problem_id) for r in ctx.run.samples()}
     return {
         "holdout_hashes": hold_hashes,
         "train_hashes": train_hashes,
