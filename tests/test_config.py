@@ -60,3 +60,22 @@ def test_dump_round_trip(tmp_path: Path) -> None:
     cfg = Cfg(lr=0.25, inner=Inner(temperature=0.5))
     dump_config(cfg, tmp_path / "config.yaml")
     assert load_config(Cfg, tmp_path / "config.yaml") == cfg
+
+
+def test_train_overrides_are_typed_as_train_config_and_written_as_given(tmp_path: Path) -> None:
+    """`train:` under search and study: TrainConfig's fields, each optional, constrained as there."""
+    from rlvr.search.config import SearchConfig
+
+    cfg = load_config(SearchConfig, None, {"train": {"lr": 1e-4, "sampling": {"max_new_tokens": 16}}})
+    assert cfg.train.values() == {"lr": 1e-4, "sampling": {"max_new_tokens": 16}}
+    dump_config(cfg, tmp_path / "search.yaml")
+    again = load_config(SearchConfig, tmp_path / "search.yaml")
+    assert again == cfg and set(again.train.model_fields_set) == {"lr", "sampling"}  # not every field, as None
+    for bad, message in (
+        ({"lrr": 1}, "field 'train.lrr': unknown field"),
+        ({"lr": -1}, "field 'train.lr': Input should be greater than 0"),
+        ({"group_size": 1}, "field 'train.group_size': Input should be greater than or equal to 2"),
+        ({"sampling": {"max_new_tokens": 8}, "objective_overrides": {"overlong_buffer": 9}}, "overlong_buffer"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            load_config(SearchConfig, None, {"train": bad})

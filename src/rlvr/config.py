@@ -9,10 +9,19 @@ the CLI can exit 2 with that line. The resolved config is written into the run f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Optional, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from rlvr.tasks.prompt import PromptFormat
 from rlvr.textfile import TextFileError, read_text
@@ -23,8 +32,10 @@ __all__ = [
     "ReportTo",
     "RolloutConfig",
     "SamplingConfig",
+    "Overrides",
     "StrictModel",
     "load_config",
+    "partial_model",
     "dump_config",
     "load_yaml_mapping",
 ]
@@ -40,6 +51,35 @@ class StrictModel(BaseModel):
     """Base for command configs: unknown keys are errors, instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Overrides(StrictModel):
+    """Some fields of another command's config (`partial_model`): what a search or study sets under
+    `train:` for every run it starts."""
+
+    def values(self) -> dict[str, Any]:
+        """The fields given, as plain values (nested settings too: only what was given)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written (config.yaml, results.json) with the fields given only, so that it reads back the same."""
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+
+def partial_model(model: type[BaseModel], name: str) -> type[Overrides]:
+    """`model` with every field optional (default None: not given), typed and constrained as there, so
+    that a typo or an out-of-range value is caught where it is written. Validators of `model` that look at
+    several fields at once run when the full config is built (`load_config(model, ...)`)."""
+    from pydantic import create_model
+
+    def optional(f: Any) -> Any:
+        constrained = Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation
+        return Optional[constrained]  # noqa: UP045 - a runtime type, built from values
+
+    fields: dict[str, Any] = {n: (optional(f), None) for n, f in model.model_fields.items()}
+    doc = f"Any fields of `{model.__name__}`; those not given keep the command's defaults."
+    return create_model(name, __base__=Overrides, __module__=model.__module__, __doc__=doc, **fields)  # type: ignore[call-overload,no-any-return]
 
 
 class SamplingConfig(StrictModel):

@@ -13,7 +13,7 @@ from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
 from rlvr.runs import read_eval, read_study
-from rlvr.study import STUDY_PRESETS, StudyConfig, run_study
+from rlvr.study import STUDY_PRESETS, StudyConfig, StudyError, run_study
 from rlvr.study.analysis import analyse
 
 
@@ -92,8 +92,14 @@ def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_bad_condition_is_refused_before_the_folder_is_touched(tmp_path: Path, tiny_model_dir: Path) -> None:
-    cfg = _cfg(tmp_path, tiny_model_dir, conditions=[{"name": "x", "train": {"rewards": [{"name": "nope"}]}}])
-    with pytest.raises(ConfigError, match="unknown reward 'nope'"):
+    # `train:` is typed as TrainConfig's fields: caught where the config is read, with its path
+    with pytest.raises(ConfigError, match=r"field 'conditions.0.train.rewards.0': unknown reward 'nope'"):
+        _cfg(tmp_path, tiny_model_dir, conditions=[{"name": "x", "train": {"rewards": [{"name": "nope"}]}}])
+    with pytest.raises(ConfigError, match=r"field 'train.lrr': unknown field"):
+        _cfg(tmp_path, tiny_model_dir, train={"lrr": 1e-4})
+    # what spans fields is checked when the runs are planned, still before the folder is touched
+    cfg = _cfg(tmp_path, tiny_model_dir, conditions=[{"name": "x", "preset": "nope"}])
+    with pytest.raises(StudyError, match="unknown train preset 'nope'"):
         run_study(cfg, log=lambda m: None)
     assert not Path(cfg.out).exists()
 

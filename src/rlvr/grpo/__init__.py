@@ -1,11 +1,30 @@
 """GRPO and its follow-ups: the objective's pure tensor functions and the trainer. SFT lives in `rlvr.sft`;
-its names stay importable from here for one release."""
+its names stay importable from here for one release.
 
-from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
-from rlvr.grpo.objective import group_advantages, kl_penalty, policy_loss
-from rlvr.grpo.presets import PRESETS, ObjectiveConfig
-from rlvr.grpo.trainer import GRPOTrainer
-from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
+The names below are imported on first use, so that a config module (`rlvr.grpo.config`, which the
+search and study configs build on) is read without loading torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
+    from rlvr.grpo.objective import group_advantages, kl_penalty, policy_loss
+    from rlvr.grpo.presets import PRESETS, ObjectiveConfig
+    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
+
+_WHERE = {
+    "rlvr.grpo.config": ["TRAIN_PRESETS", "TrainConfig"],
+    "rlvr.grpo.objective": ["group_advantages", "kl_penalty", "policy_loss"],
+    "rlvr.grpo.presets": ["PRESETS", "ObjectiveConfig"],
+    "rlvr.grpo.trainer": ["GRPOTrainer"],
+    "rlvr.sft": ["SFT_PRESETS", "SFTConfig", "run_sft"],
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "PRESETS",
@@ -20,3 +39,11 @@ __all__ = [
     "policy_loss",
     "run_sft",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'rlvr.grpo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    globals()[name] = value
+    return value

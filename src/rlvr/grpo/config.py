@@ -13,11 +13,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
-from rlvr.config import ReportTo, RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
+from rlvr.config import (
+    Overrides,
+    ReportTo,
+    RolloutConfig,
+    SamplingConfig,
+    StrictModel,
+    moved_to_sampling,
+    partial_model,
+)
 from rlvr.grpo.presets import PRESETS, ObjectiveConfig, PresetName, field_error
 from rlvr.rewards import RewardSpec
 
-__all__ = ["TrainConfig", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
+__all__ = ["TrainConfig", "TrainOverrides", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
 
 
 def _in_range(cls: type, value: Any, info: ValidationInfo) -> Any:
@@ -125,6 +133,15 @@ class TrainConfig(StrictModel):
         """The preset with the overrides applied."""
         changes = {k: v for k, v in self.objective_overrides.model_dump().items() if v is not None}
         return dataclasses.replace(PRESETS[self.objective], **changes)
+
+
+if TYPE_CHECKING:
+
+    class TrainOverrides(Overrides):
+        """Built from `TrainConfig` at import (`partial_model`); mypy sees a plain model."""
+
+else:
+    TrainOverrides = partial_model(TrainConfig, "TrainOverrides")
 
 
 TRAIN_PRESETS: dict[str, dict[str, object]] = {

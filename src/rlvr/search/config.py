@@ -1,7 +1,8 @@
 """`rlvr search` settings: one typed config, loadable from YAML (`--config`) or a named preset.
 
 Field by field in docs/search.md. Screening runs are ordinary `rlvr train` runs: `train` holds any
-`TrainConfig` fields they share (prompts per step, lr, ...), validated when the config loads.
+`TrainConfig` fields they share (prompts per step, lr, ...), typed as there (`TrainOverrides`)
+and validated when the config loads.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from rlvr.config import StrictModel
+from rlvr.grpo.config import TrainConfig, TrainOverrides
 from rlvr.rewards import RewardSpec
 
 __all__ = ["ProposerSettings", "HalvingSettings", "SearchConfig", "SEARCH_PRESETS"]
@@ -64,7 +66,7 @@ class SearchConfig(StrictModel):
     candidate_timeout_s: float = Field(10.0, gt=0)
     screen_steps: int = Field(40, ge=1)
     final_steps: int | None = Field(None, ge=1)  # ensembles and seeds; None: screen_steps
-    train: dict[str, Any] = {}
+    train: TrainOverrides = TrainOverrides()  # TrainConfig fields for every screening run
     dev_n: int = Field(200, ge=1)
     dev_samples: int = Field(4, ge=1)
     test_n: int = Field(500, ge=1)
@@ -81,15 +83,14 @@ class SearchConfig(StrictModel):
 
     @field_validator("train")
     @classmethod
-    def _train_fields(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _train_fields(cls, v: TrainOverrides) -> TrainOverrides:
         from rlvr.config import ConfigError, load_config
-        from rlvr.grpo.config import TrainConfig
 
-        owned = sorted(set(v) & _SEARCH_OWNED)
+        owned = sorted(v.model_fields_set & _SEARCH_OWNED)
         if owned:
             raise ValueError(f"{', '.join(owned)} are set by the search itself, not under train")
-        try:
-            load_config(TrainConfig, None, base=dict(v))
+        try:  # what spans fields (e.g. the overlong buffer within max_new_tokens)
+            load_config(TrainConfig, None, base=v.values())
         except ConfigError as e:
             raise ValueError(str(e).split(": ", 1)[-1]) from None
         return v

@@ -108,8 +108,8 @@ class Search:
     # ------------------------------------------------------------------ helpers
     def _train_values(self) -> dict[str, Any]:
         c = self.cfg
-        return {**c.train, "rewards": [r.model_dump() for r in c.base_rewards], "task": c.task, "preset": c.preset,
-                "threads": c.threads}  # fmt: skip
+        return {**c.train.values(), "rewards": [r.model_dump() for r in c.base_rewards], "task": c.task,
+                "preset": c.preset, "threads": c.threads}  # fmt: skip
 
     def job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
         c = self.cfg

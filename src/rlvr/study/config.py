@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from rlvr.config import StrictModel
+from rlvr.grpo.config import TrainOverrides
 
 __all__ = ["Condition", "StudyConfig", "STUDY_PRESETS", "QUICK"]
 
@@ -28,11 +29,11 @@ class Condition(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a folder name
     kind: Literal["grpo", "base", "sft-matched"] = "grpo"
     preset: str | None = None  # a train preset (grpo only)
-    train: dict[str, Any] = {}  # TrainConfig values for this condition (grpo only), e.g. rewards
+    train: TrainOverrides = TrainOverrides()  # TrainConfig fields for this condition (grpo only), e.g. rewards
 
     @model_validator(mode="after")
     def _grpo_only(self) -> Condition:
-        if self.kind != "grpo" and (self.preset or self.train):
+        if self.kind != "grpo" and (self.preset or self.train.model_fields_set):
             raise ValueError(f"condition {self.name!r}: preset and train apply to grpo conditions only")
         return self
 
@@ -48,7 +49,7 @@ class StudyConfig(StrictModel):
     preset: str = "easy"
     sft_steps: int = Field(600, ge=1)
     steps: int = Field(200, ge=1)  # GRPO steps per run
-    train: dict[str, Any] = {}  # TrainConfig values shared by every grpo condition
+    train: TrainOverrides = TrainOverrides()  # TrainConfig fields shared by every grpo condition
     eval_split: Literal["test", "dev"] = "test"
     eval_n: int = Field(500, ge=1)
     eval_samples: int = Field(8, ge=1)

@@ -106,7 +106,7 @@ def _eval_values(cfg: StudyConfig, threads: int) -> dict[str, Any]:
     the problems), so that runs differ only by what training did."""
     return {"task": cfg.task, "preset": cfg.preset, "split": cfg.eval_split, "n_problems": cfg.eval_n,
             "n_samples": cfg.eval_samples, "seed": 0, "ks": [1], "plots": False, "threads": threads,
-            **({"sampling": cfg.train["sampling"]} if "sampling" in cfg.train else {})}  # fmt: skip
+            **{k: v for k, v in cfg.train.values().items() if k == "sampling"}}  # fmt: skip
 
 
 def _grpo_values(cfg: StudyConfig, cond: Any, seed: int, base: str, out: Path, threads: int) -> dict[str, Any]:
@@ -115,7 +115,8 @@ def _grpo_values(cfg: StudyConfig, cond: Any, seed: int, base: str, out: Path, t
     if cond.preset is not None and cond.preset not in TRAIN_PRESETS:
         raise StudyError(f"condition {cond.name!r}: unknown train preset {cond.preset!r}; known: "
                          f"{', '.join(sorted(TRAIN_PRESETS))}")  # fmt: skip
-    values: dict[str, Any] = {**cfg.train, **(TRAIN_PRESETS[cond.preset] if cond.preset else {}), **cond.train}
+    values: dict[str, Any] = {**cfg.train.values(), **(TRAIN_PRESETS[cond.preset] if cond.preset else {}),
+                              **cond.train.values()}  # fmt: skip
     values.update(model=base, task=cfg.task, preset=cfg.preset, steps=cfg.steps, seed=seed, out=str(out),
                   save_every=0, threads=threads)  # fmt: skip
     values.setdefault("eval_every", 0)
