@@ -18,6 +18,7 @@ import yaml
 from rlvr.audit import AuditInputError, audit_command, audit_verifier, build_context, probes_for, run_audit
 from rlvr.audit.checks import CHECKS, check_verifier
 from rlvr.audit.contamination import build_index, contamination_report, masked, words
+from rlvr.audit.context import GreedyChange
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import model_key
 from rlvr.evaluate.compare import paired_tests
@@ -192,9 +193,8 @@ def test_paired_change_equals_paired_tests(tmp_path: Path) -> None:
         arrays.append((correct / 4, greedy))
     change = build_context(run, evals, second_verifier=False).changes["test"]
     p1, g = paired_tests((arrays[0][0], arrays[1][0]), (arrays[0][1], arrays[1][1]), seed=0)
-    got = (change["base"], change["trained"], change["gain"], change["ci"])
-    assert got == (p1.value_a, p1.value_b, p1.diff, list(p1.ci))
-    assert change["greedy"] == {"base": g.value_a, "trained": g.value_b, "pvalue": g.pvalue}
+    assert (change.base, change.trained, change.gain, change.ci) == (p1.value_a, p1.value_b, p1.diff, tuple(p1.ci))
+    assert change.greedy == GreedyChange(g.value_a, g.value_b, g.pvalue)
 
 
 def test_matched_compute_warns_on_unmatched_budget_and_fails_without_multi_sample(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
 from rlvr.evaluate.compare import paired_tests
 from rlvr.tasks import Problem, load_task, problems_hash
 
-__all__ = ["AuditContext", "LoadedProblems", "paired_change"]
+__all__ = ["AuditContext", "GreedyChange", "LoadedProblems", "PairedChange", "paired_change"]
 
 
 @dataclass
@@ -42,7 +42,29 @@ def _load(task: Any, split: str, n: Any, seed: Any, preset: Any, expected: str |
     return LoadedProblems(probs, expected, problems_hash(probs))
 
 
-def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class GreedyChange:
+    base: float
+    trained: float
+    pvalue: float  # McNemar
+
+
+@dataclass(frozen=True)
+class PairedChange:
+    """Base -> trained on the problems both evaluated: sampled pass@1 with its paired bootstrap CI, and
+    greedy accuracy with McNemar's p when both evaluations decoded greedily."""
+
+    source: str
+    split: str
+    n_problems: int
+    base: float
+    trained: float
+    gain: float
+    ci: tuple[float, float]
+    greedy: GreedyChange | None = None
+
+
+def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> PairedChange | None:
     """Paired change of sampled pass@1 (bootstrap CI) and greedy accuracy (McNemar) from the base's
     evaluation to the trained model's, over the problems both evaluated (from `per_problem`), by
     `evaluate.compare.paired_tests`; one comparison, so its p-value is not adjusted."""
@@ -56,18 +78,16 @@ def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> dict[str, A
     if all(r.greedy is not None and pa[r.id].greedy is not None for r in common):
         greedy = ([bool(pa[r.id].greedy) for r in common], [bool(r.greedy) for r in common])
     p1, *g = paired_tests((a, b), greedy, names=(base.name, trained.name), seed=seed)
-    out: dict[str, Any] = {
-        "source": f"pass@1 {base.name} -> {trained.name}",
-        "split": trained.split,
-        "n_problems": len(common),
-        "base": p1.value_a,
-        "trained": p1.value_b,
-        "gain": p1.diff,
-        "ci": list(p1.ci),
-    }
-    if g:
-        out["greedy"] = {"base": g[0].value_a, "trained": g[0].value_b, "pvalue": g[0].pvalue}
-    return out
+    return PairedChange(
+        source=f"pass@1 {base.name} -> {trained.name}",
+        split=trained.split,
+        n_problems=len(common),
+        base=p1.value_a,
+        trained=p1.value_b,
+        gain=p1.diff,
+        ci=(p1.ci[0], p1.ci[1]),
+        greedy=GreedyChange(g[0].value_a, g[0].value_b, g[0].pvalue) if g else None,
+    )
 
 
 @dataclass
@@ -85,9 +105,9 @@ class AuditContext:
         return eval_pairs(self.evals)
 
     @functools.cached_property
-    def changes(self) -> dict[str, dict[str, Any]]:
+    def changes(self) -> dict[str, PairedChange]:
         """Paired base -> trained change per split (first pair of each split)."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, PairedChange] = {}
         for base, trained in self.pairs:
             change = paired_change(base, trained)
             if change is not None and trained.split not in out:

@@ -30,15 +30,30 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from rlvr.audit.context import PairedChange
 from rlvr.audit.runs import TrainRun, reward_kind
 from rlvr.runs import RewardAudit, Sample
 from rlvr.verify import parse_steps
 
-__all__ = ["MIN_STEPS", "THRESHOLDS", "drift_alarms", "reward_flags", "structure_stats", "window_means"]
+__all__ = [
+    "MIN_STEPS",
+    "THRESHOLDS",
+    "Alarm",
+    "DriftReport",
+    "Hacking",
+    "HeldOutTrend",
+    "Series",
+    "Trend",
+    "drift_alarms",
+    "reward_flags",
+    "structure_stats",
+    "window_means",
+]
 
 MIN_STEPS = 10
 WINDOW = 0.2
@@ -95,111 +110,152 @@ def _level(value: float, warn: float, fail: float, high: bool = True) -> str | N
     return None
 
 
-def _alarm(alarms: list[dict[str, Any]], name: str, level: str | None, message: str) -> None:
-    if level is not None:
-        alarms.append({"alarm": name, "level": level, "message": message})
+@dataclass(frozen=True)
+class Alarm:
+    alarm: str
+    level: str  # warn | fail
+    message: str
 
 
-def _length_alarms(run: TrainRun, alarms: list[dict[str, Any]]) -> dict[str, Any]:
-    out = {}
+@dataclass(frozen=True)
+class Trend:
+    """Mean of the first and last 20% of logged steps, and late / early where a ratio is judged."""
+
+    early: float
+    late: float
+    ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class HeldOutTrend:
+    """Held-out accuracy logged during training (dev evaluations): first and last window."""
+
+    source: str
+    points: int
+    early: float
+    late: float
+    gain: float
+
+
+@dataclass(frozen=True)
+class Hacking:
+    """Did the training reward rise while held-out accuracy did not?"""
+
+    reward_early: float
+    reward_late: float
+    reward_rise: float  # per unit of total reward weight
+    heldout: HeldOutTrend | PairedChange | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    steps: list[int]
+    values: list[float]
+
+
+@dataclass
+class DriftReport:
+    """Trend evidence and alarms of a GRPO run; the trends are None when the run is too short."""
+
+    n_steps: int
+    min_steps: int
+    thresholds: dict[str, tuple[float, float]]
+    alarms: list[Alarm] = field(default_factory=list)
+    series: dict[str, Series] = field(default_factory=dict)
+    length: dict[str, Trend] = field(default_factory=dict)  # mean, correct, incorrect
+    truncated_frac: Trend | None = None
+    entropy: Trend | None = None
+    zero_std_frac: Trend | None = None
+    hacking: Hacking | None = None
+
+    def alarm(self, name: str, level: str | None, message: str) -> None:
+        if level is not None:
+            self.alarms.append(Alarm(name, level, message))
+
+    def evidence(self) -> dict[str, Any]:
+        """As audit.json keeps it (the trends a short run lacks are left out)."""
+        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
+
+
+def _length_alarms(run: TrainRun, out: DriftReport) -> None:
     for part in ("mean", "correct", "incorrect"):
         early, late, _ = window_means(run.series(f"train/completion_len/{part}")[1])
         r = _ratio(late, early)
-        out[part] = {"early": early, "late": late, "ratio": r}
+        out.length[part] = Trend(early, late, r)
         w, f = THRESHOLDS["length_explosion"]
-        _alarm(
-            alarms,
-            "length explosion",
-            _level(r, w, f),
-            f"{part} completion length x{r:.2f} ({early:.1f} -> {late:.1f})",
-        )
+        msg = f"{part} completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
+        out.alarm("length explosion", _level(r, w, f), msg)
         if part == "mean":
             w, f = THRESHOLDS["length_collapse"]
             msg = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
-            _alarm(alarms, "length collapse", _level(r, w, f, high=False), msg)
-    return out
+            out.alarm("length collapse", _level(r, w, f, high=False), msg)
 
 
-def _dynamics_alarms(run: TrainRun, alarms: list[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _dynamics_alarms(run: TrainRun, out: DriftReport) -> None:
     early, late, _ = window_means(run.series("train/truncated_frac")[1])
-    out["truncated_frac"] = {"early": early, "late": late}
-    _alarm(
-        alarms,
-        "truncation",
-        _level(late, *THRESHOLDS["truncation"]),
-        f"{late:.0%} of completions truncated late in training",
-    )
+    out.truncated_frac = Trend(early, late)
+    msg = f"{late:.0%} of completions truncated late in training"
+    out.alarm("truncation", _level(late, *THRESHOLDS["truncation"]), msg)
     early, late, _ = window_means(run.series("train/entropy")[1])
     r = _ratio(late, early)
-    out["entropy"] = {"early": early, "late": late, "ratio": r}
+    out.entropy = Trend(early, late, r)
     w, f = THRESHOLDS["entropy_collapse"]
-    _alarm(alarms, "entropy collapse", _level(r, w, f, high=False), f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})")
-    _alarm(
-        alarms,
-        "entropy explosion",
-        _level(r, *THRESHOLDS["entropy_explosion"]),
-        f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})",
-    )
+    msg = f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})"
+    out.alarm("entropy collapse", _level(r, w, f, high=False), msg)
+    out.alarm("entropy explosion", _level(r, *THRESHOLDS["entropy_explosion"]), msg)
     early, late, _ = window_means(run.series("train/zero_std_frac")[1])
-    out["zero_std_frac"] = {"early": early, "late": late}
+    out.zero_std_frac = Trend(early, late)
     msg = f"{late:.0%} of groups had identical rewards late in training (no gradient)"
-    _alarm(alarms, "no learning signal", _level(late, *THRESHOLDS["zero_std"]), msg)
-    return out
+    out.alarm("no learning signal", _level(late, *THRESHOLDS["zero_std"]), msg)
 
 
-def _heldout(run: TrainRun, fallback: dict[str, Any] | None) -> dict[str, Any] | None:
+def _heldout(run: TrainRun, fallback: PairedChange | None) -> HeldOutTrend | PairedChange | None:
     for key in ("eval/dev/pass@1", "eval/dev/greedy_acc"):
         steps, vals = run.series(key)
         early, late, n = window_means(vals)
         if n >= 2:
-            return {"source": key, "points": n, "early": early, "late": late, "gain": late - early}
+            return HeldOutTrend(key, n, early, late, late - early)
     return fallback
 
 
-def _hacking(run: TrainRun, fallback: dict[str, Any] | None, alarms: list[dict[str, Any]]) -> dict[str, Any]:
+def _hacking(run: TrainRun, fallback: PairedChange | None, out: DriftReport) -> Hacking:
     scale = sum(abs(r.weight) for r in run.rewards if math.isfinite(r.weight)) or 1.0
     early, late, _ = window_means(run.series("reward/total/mean")[1])
     rise = (late - early) / scale if math.isfinite(late - early) else math.nan
     held = _heldout(run, fallback)
-    out: dict[str, Any] = {"reward_early": early, "reward_late": late, "reward_rise": rise, "heldout": held}
     if held is None:
-        out["note"] = "no held-out accuracy (no dev evaluations logged, no base/trained evaluation pair)"
-        return out
-    gain = held["gain"]
-    if math.isfinite(rise) and rise >= HACKING_REWARD_RISE and math.isfinite(gain):
+        note = "no held-out accuracy (no dev evaluations logged, no base/trained evaluation pair)"
+        return Hacking(early, late, rise, None, note)
+    if math.isfinite(rise) and rise >= HACKING_REWARD_RISE and math.isfinite(held.gain):
         warn, fail = THRESHOLDS["hacking_gain"]
-        level = "fail" if gain <= fail else "warn" if gain < warn else None
-        msg = f"training reward rose {rise:+.3f} while held-out accuracy ({held['source']}) changed {gain:+.3f}"
-        _alarm(alarms, "reward hacking", level, msg)
-    return out
+        level = "fail" if held.gain <= fail else "warn" if held.gain < warn else None
+        msg = f"training reward rose {rise:+.3f} while held-out accuracy ({held.source}) changed {held.gain:+.3f}"
+        out.alarm("reward hacking", level, msg)
+    return Hacking(early, late, rise, held)
 
 
-def _downsample(steps: list[int], vals: list[float], limit: int = 300) -> dict[str, list[Any]]:
+def _downsample(steps: list[int], vals: list[float], limit: int = 300) -> Series:
     keep = [i for i, v in enumerate(vals) if math.isfinite(v)]
     if len(keep) > limit:
         keep = [keep[int(j * len(keep) / limit)] for j in range(limit)]
-    return {"steps": [steps[i] for i in keep], "values": [round(vals[i], 5) for i in keep]}
+    return Series([steps[i] for i in keep], [round(vals[i], 5) for i in keep])
 
 
-def drift_alarms(run: TrainRun, heldout_fallback: dict[str, Any] | None = None) -> dict[str, Any]:
+def drift_alarms(run: TrainRun, heldout_fallback: PairedChange | None = None) -> DriftReport:
     """Trend evidence and alarms of a GRPO run (thresholds in the module docstring).
 
-    `heldout_fallback` (`{source, gain, ...}`) stands in for dev accuracy when the run logged fewer
-    than two dev evaluations.
+    `heldout_fallback` (the paired base -> trained change) stands in for dev accuracy when the run
+    logged fewer than two dev evaluations.
     """
-    alarms: list[dict[str, Any]] = []
-    n_steps = len(run.metrics)
-    out: dict[str, Any] = {"n_steps": n_steps, "min_steps": MIN_STEPS, "thresholds": THRESHOLDS}
-    if n_steps < MIN_STEPS:
-        msg = f"only {n_steps} logged steps (< {MIN_STEPS}): too short to judge trends"
-        _alarm(alarms, "too short", "warn", msg)
+    out = DriftReport(n_steps=len(run.metrics), min_steps=MIN_STEPS, thresholds=THRESHOLDS)
+    if out.n_steps < MIN_STEPS:
+        out.alarm("too short", "warn", f"only {out.n_steps} logged steps (< {MIN_STEPS}): too short to judge trends")
     else:
-        out["length"] = _length_alarms(run, alarms)
-        out.update(_dynamics_alarms(run, alarms))
-        out["hacking"] = _hacking(run, heldout_fallback, alarms)
-    out["alarms"] = alarms
-    out["series"] = {k: _downsample(*run.series(k)) for k in SERIES if any(k in r for r in run.metrics)}
+        _length_alarms(run, out)
+        _dynamics_alarms(run, out)
+        out.hacking = _hacking(run, heldout_fallback, out)
+    out.series = {k: _downsample(*run.series(k)) for k in SERIES if any(k in r for r in run.metrics)}
     return out
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.audit.context import AuditContext, finite
-from rlvr.audit.drift import drift_alarms, reward_flags, structure_stats
+from rlvr.audit.drift import DriftReport, drift_alarms, reward_flags, structure_stats
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
 from rlvr.runs import RewardAudit, RunFileError
 from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
@@ -20,21 +20,16 @@ HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.
 
 
 # ------------------------------------------------------------------ 6. training drift
-def _drift_tables(d: dict[str, Any], struct: dict[str, Any], flags: list[RewardAudit]) -> list[dict[str, Any]]:
+def _drift_tables(d: DriftReport, struct: dict[str, Any], flags: list[RewardAudit]) -> list[dict[str, Any]]:
     tables = []
-    if d["alarms"]:
-        tables.append(
-            table("alarms", ["alarm", "level", "detail"], [[a["alarm"], a["level"], a["message"]] for a in d["alarms"]])
-        )
+    if d.alarms:
+        tables.append(table("alarms", ["alarm", "level", "detail"], [[a.alarm, a.level, a.message] for a in d.alarms]))
     rows = [
-        [f"completion length ({k})", fmt(v["early"], ".1f"), fmt(v["late"], ".1f"), fmt(v["ratio"], ".2f")]
-        for k, v in d.get("length", {}).items()
+        [f"completion length ({k})", fmt(v.early, ".1f"), fmt(v.late, ".1f"), fmt(v.ratio, ".2f")]
+        for k, v in d.length.items()
     ]
-    rows += [
-        [k, fmt(d[k]["early"]), fmt(d[k]["late"]), fmt(d[k].get("ratio"), ".2f")]
-        for k in ("entropy", "truncated_frac", "zero_std_frac")
-        if k in d
-    ]
+    trends = {"entropy": d.entropy, "truncated_frac": d.truncated_frac, "zero_std_frac": d.zero_std_frac}
+    rows += [[k, fmt(t.early), fmt(t.late), fmt(t.ratio, ".2f")] for k, t in trends.items() if t is not None]
     if rows:
         tables.append(
             table("early vs late training (first and last 20% of steps)", ["measure", "early", "late", "ratio"], rows)
@@ -61,24 +56,25 @@ def check_drift(ctx: AuditContext) -> CheckResult:
     d = drift_alarms(ctx.run, fallback)
     samples = ctx.run.samples()
     struct, flags = structure_stats(samples), reward_flags(samples)
-    levels = [a["level"] for a in d["alarms"]]
+    levels = [a.level for a in d.alarms]
     flagged = [f for f in flags if f.flags]
     levels += ["fail" if f.kind == "correctness" else "warn" for f in flagged]
     if not samples:
         levels.append("warn")
     status = worst(levels)
-    parts = [a["message"] for a in d["alarms"]] + [f"reward {f.reward}: {'; '.join(f.flags)}" for f in flagged]
+    parts = [a.message for a in d.alarms] + [f"reward {f.reward}: {'; '.join(f.flags)}" for f in flagged]
     if not samples:
         parts.append("no samples/train.jsonl: structural audit skipped")
     if not parts:
-        h = d.get("hacking", {})
-        held = h.get("heldout") or {}
+        h, mean = d.hacking, d.length.get("mean")
+        held = h.heldout if h is not None else None
         parts.append(
-            f"no alarms over {d['n_steps']} steps: length x{fmt(d['length']['mean']['ratio'], '.2f')}, entropy "
-            f"x{fmt(d['entropy']['ratio'], '.2f')}, truncation {fmt(d['truncated_frac']['late'], '.0%')}, reward "
-            f"{fmt(h.get('reward_rise'), '+.3f')} with held-out {fmt(held.get('gain'), '+.3f')}"
+            f"no alarms over {d.n_steps} steps: length x{fmt(mean.ratio if mean else None, '.2f')}, entropy "
+            f"x{fmt(d.entropy.ratio if d.entropy else None, '.2f')}, truncation "
+            f"{fmt(d.truncated_frac.late if d.truncated_frac else None, '.0%')}, reward "
+            f"{fmt(h.reward_rise if h else None, '+.3f')} with held-out {fmt(held.gain if held else None, '+.3f')}"
         )
-    ev = {**d, "structure": struct, "reward_flags": [f.model_dump(mode="json") for f in flags]}
+    ev = {**d.evidence(), "structure": struct, "reward_flags": [f.model_dump(mode="json") for f in flags]}
     return CheckResult("drift", status, "; ".join(parts), ev, tables=_drift_tables(d, struct, flags))
 
 

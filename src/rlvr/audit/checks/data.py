@@ -3,6 +3,7 @@ seen in training) and the private holdout (never used for choices, never leaked 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from rlvr.audit.contamination import TrainIndex, arith_construction, build_index, contamination_report
@@ -180,10 +181,10 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
     guard = _guard(str(ctx.run.config.get("task", "arith")))
     hold = [e for e in ctx.evals if e.split == "holdout"]
     leaks = _holdout_leaks(ctx, hold)
-    ev: dict[str, Any] = {"guard": guard, **leaks, "side_by_side": ctx.changes}
+    ev: dict[str, Any] = {"guard": guard, **leaks, "side_by_side": {k: asdict(c) for k, c in ctx.changes.items()}}
     rows = [
-        [split, fmt(c["base"]), fmt(c["trained"]), f"{c['gain']:+.3f}", f"{c['ci'][0]:+.3f} to {c['ci'][1]:+.3f}",
-         fmt(c.get("greedy", {}).get("base")), fmt(c.get("greedy", {}).get("trained"))]
+        [split, fmt(c.base), fmt(c.trained), f"{c.gain:+.3f}", f"{c.ci[0]:+.3f} to {c.ci[1]:+.3f}",
+         fmt(c.greedy.base if c.greedy else None), fmt(c.greedy.trained if c.greedy else None)]
         for split, c in sorted(ctx.changes.items(), key=lambda kv: kv[0] != "test")
     ]  # fmt: skip
     tables = [
@@ -220,5 +221,5 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
     for split in ("test", "holdout"):
         if split in ctx.changes:
             c = ctx.changes[split]
-            text += f"; {split} pass@1 {c['gain']:+.3f} (CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f})"
+            text += f"; {split} pass@1 {c.gain:+.3f} (CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})"
     return CheckResult("holdout", "pass", text, ev, tables=tables)

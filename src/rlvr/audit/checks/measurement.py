@@ -6,6 +6,7 @@ separation (the reward's correctness part drives learning, not its format part).
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from typing import Any
 
 from rlvr.audit.context import AuditContext, finite
@@ -68,7 +69,7 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
     ev = {
         "split": trained.split, "base": str(base.path), "trained": str(trained.path), "multi_sample": multi,
         "token_ratio": ratio, "settings_differ": diffs, "truncated_frac": trunc, "metrics": rows,
-        "change": ctx.changes.get(trained.split),
+        "change": asdict(change) if (change := ctx.changes.get(trained.split)) else None,
     }  # fmt: skip
     return status, ev, problems
 
