@@ -12,7 +12,7 @@ import pytest
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
-from rlvr.runs import read_eval, read_study
+from rlvr.runs import StudyJobResult, read_eval, read_study
 from rlvr.study import STUDY_PRESETS, StudyConfig, StudyError, run_study
 from rlvr.study.analysis import analyse
 
@@ -124,7 +124,7 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
                  "eval_dir": write("a1", [2, 2, 1, 2], [True, True, True, True])},
     }  # fmt: skip
     cfg = load_config(StudyConfig, None, {"conditions": [{"name": "base", "kind": "base"}, {"name": "a"}]})
-    study = analyse(cfg, tmp_path, "b", results)
+    study = analyse(cfg, tmp_path, "b", {k: StudyJobResult(key=k, **r) for k, r in results.items()})
     a = study.condition("a").pooled
     assert a is not None and a.pass_at_1.value == pytest.approx((0.75 + 0.875) / 2) and a.pass_at_1.seeds.min == 0.75
     assert a.greedy.mean == pytest.approx((0.75 + 1.0) / 2)

@@ -27,6 +27,7 @@ __all__ = [
     "Spread",
     "StudyComparison",
     "StudyCondition",
+    "StudyJobResult",
     "StudyPooled",
     "StudyResult",
     "StudyRun",
@@ -287,6 +288,26 @@ class StudyRun(_Record):
     greedy: float | None = None
     fidelity: dict[str, float | None] = {}
     judge: dict[str, int] | None = None
+
+
+class StudyJobResult(_Record):
+    """What one study job (an arm x seed) did: its folders, status, training time; a failed job is a
+    result too. `rlvr.study.run.run_study_job` returns it; the analysis reads it."""
+
+    key: str
+    kind: str
+    condition: str
+    seed: int
+    run_dir: str | None = None
+    eval_dir: str
+    status: str = "failed"
+    reused: bool = False  # finished folders of an earlier (resumed) study
+    train_seconds: float | None = None
+    steps_done: int | None = None
+    error: str | None = None
+    traceback: str | None = None
+    judge_error: str | None = None
+    seconds: float | None = None
 
 
 class PooledPass(_Record):

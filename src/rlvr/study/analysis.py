@@ -32,6 +32,7 @@ from rlvr.runs import (
     Spread,
     StudyComparison,
     StudyCondition,
+    StudyJobResult,
     StudyPooled,
     StudyResult,
     StudyRun,
@@ -81,32 +82,31 @@ def _fidelity(e: EvalResult) -> dict[str, float | None]:
     return {k: (float(v) if isinstance(v := overall.get(k), int | float) else None) for k in FIDELITY_KEYS}
 
 
-def _curves(results: list[dict[str, Any]]) -> dict[str, list[float | None]]:
+def _curves(results: list[StudyJobResult]) -> dict[str, list[float | None]]:
     """`train/accuracy` per step of each run (seed), for the report's learning curves."""
     out = {}
     for r in results:
-        if r.get("run_dir") and r["kind"] == "grpo":
+        if r.run_dir and r.kind == "grpo":
             try:
-                rows = read_jsonl(Path(r["run_dir"]) / "metrics.jsonl", missing_ok=True)
+                rows = read_jsonl(Path(r.run_dir) / "metrics.jsonl", missing_ok=True)
             except RunFileError:
                 continue
-            out[f"s{r['seed']}"] = [v if isinstance(v := row.get("train/accuracy"), int | float) else None
+            out[f"s{r.seed}"] = [v if isinstance(v := row.get("train/accuracy"), int | float) else None
                                     for row in rows if "train/accuracy" in row]  # fmt: skip
     return out
 
 
-def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: list[dict[str, Any]]) -> StudyCondition:
+def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: list[StudyJobResult]) -> StudyCondition:
     runs = []
-    for r in sorted(results, key=lambda r: r["seed"]):
-        run = StudyRun.model_validate(
-            {k: r.get(k) for k in ("seed", "status", "run_dir", "eval_dir", "train_seconds", "steps_done", "error")}
-        )
-        if arm is not None and r["seed"] in arm.evals and r["status"] == "done":
-            g = arm.greedy(ids, r["seed"])
-            judged = read_judge(r["eval_dir"])
+    for r in sorted(results, key=lambda r: r.seed):
+        run = StudyRun(seed=r.seed, status=r.status, run_dir=r.run_dir, eval_dir=r.eval_dir,
+                       train_seconds=r.train_seconds, steps_done=r.steps_done, error=r.error)  # fmt: skip
+        if arm is not None and r.seed in arm.evals and r.status == "done":
+            g = arm.greedy(ids, r.seed)
+            judged = read_judge(r.eval_dir)
             run = run.model_copy(update={
-                "pass_at_1": float(arm.rates(ids, r["seed"]).mean()), "greedy": None if g is None else float(g.mean()),
-                "fidelity": _fidelity(arm.evals[r["seed"]]), "judge": judged.categories if judged else None,
+                "pass_at_1": float(arm.rates(ids, r.seed).mean()), "greedy": None if g is None else float(g.mean()),
+                "fidelity": _fidelity(arm.evals[r.seed]), "judge": judged.categories if judged else None,
             })  # fmt: skip
         runs.append(run)
     done = [run for run in runs if run.pass_at_1 is not None]
@@ -158,15 +158,15 @@ def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[StudyComparison]:
     return out
 
 
-def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str, Any]]) -> StudyResult:
+def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobResult]) -> StudyResult:
     """study.json's contents from the jobs' results (see the module docstring)."""
     arms: dict[str, _Arm] = {}
-    by_cond: dict[str, list[dict[str, Any]]] = {c.name: [] for c in cfg.conditions}
+    by_cond: dict[str, list[StudyJobResult]] = {c.name: [] for c in cfg.conditions}
     for r in results.values():
-        by_cond[r["condition"]].append(r)
-        if r["status"] == "done":
-            arm = arms.setdefault(r["condition"], _Arm(r["condition"], r["kind"], {}))
-            arm.evals[r["seed"]] = read_eval(r["eval_dir"])
+        by_cond[r.condition].append(r)
+        if r.status == "done":
+            arm = arms.setdefault(r.condition, _Arm(r.condition, r.kind, {}))
+            arm.evals[r.seed] = read_eval(r.eval_dir)
     id_sets = [{p.id for p in e.per_problem} for a in arms.values() for e in a.evals.values()]
     ids = sorted(set.intersection(*id_sets)) if id_sets else []
     notes = []
@@ -186,10 +186,10 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str,
                 comparisons += _compare(other, ref, ids)
     for row, p in zip(comparisons, adjust_pvalues([row.pvalue for row in comparisons], "holm"), strict=True):
         row.pvalue_adj = p
-    matched = [r for r in results.values() if r["kind"] == "sft-matched" and r.get("train_seconds")]
+    matched = [r.train_seconds for r in results.values() if r.kind == "sft-matched" and r.train_seconds]
     if matched:
-        grpo_s = [r["train_seconds"] for r in results.values() if r["kind"] == "grpo" and r.get("train_seconds")]
-        spent = statistics.median(r["train_seconds"] for r in matched)
+        grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
+        spent = statistics.median(matched)
         notes.append(f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
                      f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
                      "GRPO gain has to beat")  # fmt: skip
@@ -197,8 +197,8 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, dict[str,
         config=cfg.model_dump(mode="json"), base=base, split=cfg.eval_split, n_problems=len(ids),
         n_samples=cfg.eval_samples, seeds=cfg.seeds, conditions=conditions, comparisons=comparisons,
         correction="holm", curves={c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
-        notes=notes, failed=sorted(k for k, r in results.items() if r["status"] != "done"),
-        errors={k: r.get("error") for k, r in results.items() if r["status"] != "done"},
+        notes=notes, failed=sorted(k for k, r in results.items() if r.status != "done"),
+        errors={k: r.error for k, r in results.items() if r.status != "done"},
     )  # fmt: skip
 
 

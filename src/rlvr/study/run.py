@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.runs import RunDir, RunFileError, RunFolderError, StudyResult, check_out, read_manifest, write_json
+from rlvr.runs import (
+    RunDir,
+    RunFileError,
+    RunFolderError,
+    StudyJobResult,
+    StudyResult,
+    check_out,
+    read_manifest,
+    write_json,
+)
 from rlvr.study.config import StudyConfig
 
 __all__ = ["StudyError", "StudyJob", "run_study", "run_study_job"]
@@ -59,15 +68,15 @@ def finished(folder: str | Path) -> bool:
         return False
 
 
-def run_study_job(job: StudyJob) -> dict[str, Any]:
-    """Train or fine-tune as the job says, evaluate, and return a JSON-able result; never raises.
+def run_study_job(job: StudyJob) -> StudyJobResult:
+    """Train or fine-tune as the job says, evaluate, and return the result; never raises.
     Finished folders are reused, unfinished ones (a killed run) are replaced."""
     from rlvr.config import load_config
     from rlvr.evaluate.evaluation import EvalConfig, run_eval
 
     t0 = time.time()
-    result: dict[str, Any] = {"key": job.key, "kind": job.kind, "condition": job.condition, "seed": job.seed,
-                              "run_dir": job.run_dir or None, "eval_dir": job.eval_dir}  # fmt: skip
+    result = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
+                            run_dir=job.run_dir or None, eval_dir=job.eval_dir)  # fmt: skip
     try:
         model = job.base
         if job.kind in ("grpo", "sft-matched"):
@@ -83,17 +92,18 @@ def run_study_job(job: StudyJob) -> dict[str, Any]:
 
                     run_sft(load_config(SFTConfig, None, job.values))
             manifest = read_manifest(job.run_dir)
-            result["train_seconds"] = manifest.wall_s
-            result["steps_done"] = (manifest.model_extra or {}).get("steps_done")
+            result.train_seconds = manifest.wall_s
+            result.steps_done = (manifest.model_extra or {}).get("steps_done")
             model = str(Path(job.run_dir) / "model")
             shutil.rmtree(Path(job.run_dir) / "checkpoints", ignore_errors=True)
         if not finished(job.eval_dir):
             shutil.rmtree(job.eval_dir, ignore_errors=True)
             run_eval(load_config(EvalConfig, None, {**job.eval_values, "model": model, "out": job.eval_dir}))
-        result["status"] = "done"
+        result.status = "done"
     except Exception as e:  # a failed arm is a result (the study goes on), not a crash
-        result.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-4000:])
-    result["seconds"] = time.time() - t0
+        result.status, result.error = "failed", f"{type(e).__name__}: {e}"
+        result.traceback = traceback.format_exc()[-4000:]
+    result.seconds = time.time() - t0
     return result
 
 
@@ -175,33 +185,37 @@ def _embedded_base(cfg: StudyConfig, out: Path, log: Log) -> str:
     return str(run_sft(sft, overwrite=True) / "model")
 
 
-def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, dict[str, Any]], log: Log) -> None:
+def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResult], log: Log) -> None:
     from rlvr.search.executor import run_jobs
 
     todo = [j for j in jobs if not (finished(j.eval_dir) and (not j.run_dir or finished(j.run_dir)))]
     for j in jobs:
         if j not in todo:
             m = read_manifest(j.run_dir) if j.run_dir else None
-            results[j.key] = {"key": j.key, "kind": j.kind, "condition": j.condition, "seed": j.seed,
-                              "run_dir": j.run_dir or None, "eval_dir": j.eval_dir, "status": "done", "reused": True,
-                              "train_seconds": m.wall_s if m else None,
-                              "steps_done": (m.model_extra or {}).get("steps_done") if m else None}  # fmt: skip
+            results[j.key] = StudyJobResult(
+                key=j.key, kind=j.kind, condition=j.condition, seed=j.seed, run_dir=j.run_dir or None,
+                eval_dir=j.eval_dir, status="done", reused=True, train_seconds=m.wall_s if m else None,
+                steps_done=(m.model_extra or {}).get("steps_done") if m else None,
+            )  # fmt: skip
     if not todo:
         return
     log(f"running {len(todo)} of {len(jobs)} jobs ({cfg.workers or 'in this'} process{'es' if cfg.workers else ''}"
         + (f", Ray {cfg.ray}" if cfg.ray else "") + ")")  # fmt: skip
     done = {"n": 0}
 
-    def on_result(job: StudyJob, result: dict[str, Any]) -> None:
+    def on_result(job: StudyJob, got: StudyJobResult | dict[str, Any]) -> None:
         done["n"] += 1
-        results[job.key] = result
-        extra = f": {result.get('error')}" if result["status"] != "done" else f" in {result['seconds']:.0f} s"
-        log(f"[{done['n']}/{len(todo)}] {job.key} {result['status']}{extra}")
+        if isinstance(got, dict):  # the worker died (executor): only key, status and error
+            got = StudyJobResult(kind=job.kind, condition=job.condition, seed=job.seed, run_dir=job.run_dir or None,
+                                 eval_dir=job.eval_dir, **{**got, "key": job.key})  # fmt: skip
+        results[job.key] = got
+        extra = f": {got.error}" if got.status != "done" else f" in {got.seconds or 0:.0f} s"
+        log(f"[{done['n']}/{len(todo)}] {job.key} {got.status}{extra}")
 
     run_jobs(todo, on_result, workers=cfg.workers, ray=cfg.ray, fn=run_study_job)
 
 
-def _judge(cfg: StudyConfig, results: dict[str, dict[str, Any]], log: Log) -> None:
+def _judge(cfg: StudyConfig, results: dict[str, StudyJobResult], log: Log) -> None:
     from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
 
     if not cfg.judge:
@@ -209,13 +223,13 @@ def _judge(cfg: StudyConfig, results: dict[str, dict[str, Any]], log: Log) -> No
     values = dict(cfg.judge)
     n = values.pop("n", 50)
     for r in results.values():
-        if r["status"] != "done" or (Path(r["eval_dir"]) / "judge.json").is_file():
+        if r.status != "done" or (Path(r.eval_dir) / "judge.json").is_file():
             continue
         try:
-            judge_samples(Path(r["eval_dir"]), JudgeConfig(**values), n=n)
+            judge_samples(Path(r.eval_dir), JudgeConfig(**values), n=n)
         except JudgeError as e:
-            log(f"judge: {r['key']}: {e}")
-            r["judge_error"] = str(e)
+            log(f"judge: {r.key}: {e}")
+            r.judge_error = str(e)
 
 
 def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False, log: Log = print) -> StudyResult:
@@ -234,9 +248,9 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
     t0 = time.time()
     base = given or _embedded_base(cfg, out, log)
     run.write_manifest(paths={"base": base}, seeds={"study": cfg.seeds})
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, StudyJobResult] = {}
     _run(cfg, plan_jobs(cfg, base, out), results, log)
-    grpo_s = [r["train_seconds"] for r in results.values() if r["kind"] == "grpo" and r.get("train_seconds")]
+    grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
     if any(c.kind == "sft-matched" for c in cfg.conditions):
         if not grpo_s:
             log("sft-matched: no finished GRPO run to match; skipped")
@@ -248,7 +262,7 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
     study = analyse(cfg, out, base, results)
     write_json(out / "study.json", study.to_json())
     report = write_report(study, out / "study_report.html")
-    failed = [k for k, r in results.items() if r["status"] != "done"]
+    failed = [k for k, r in results.items() if r.status != "done"]
     run.write_manifest(finished=not failed, wall_s=time.time() - t0, failed=failed)
     run.close()
     log(f"study: {out / 'study.json'}; report: {report}" + (f"; {len(failed)} failed (rerun with --resume)"
