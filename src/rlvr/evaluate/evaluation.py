@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
-from rlvr.runs import RunDir, check_out
+from rlvr.runs import EvalResult, Metric, ProblemResult, RunDir, check_out
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval"]
@@ -65,19 +66,24 @@ class EvalConfig(StrictModel):
         return sorted(set(v))
 
 
-def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) -> dict[str, Any]:
+def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) -> Metric:
     low, high = bootstrap_ci(values, seed=cfg.seed, n_resamples=cfg.ci_resamples)
-    return {"value": float(values.mean()), "ci": [low, high], "k": k, "n": n, "tokens_per_problem": tokens}
+    return Metric(value=float(values.mean()), ci=[low, high], k=k, n=n, tokens_per_problem=tokens)
 
 
-def summarize_scores(
-    problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Summary:
+    metrics: dict[str, Metric]
+    by_difficulty: dict[str, dict[str, float]]
+    per_problem: list[ProblemResult]
+
+
+def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig) -> Summary:
     """Every metric, with CI and budget, plus per-problem results and the difficulty breakdown."""
     n = sampled.correct.shape[1]
     c = sampled.correct.sum(1)
     tok_per_sample = float(sampled.tokens.mean())
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, Metric] = {}
     ks = [k for k in cfg.ks if k <= n]
     majs = np.array([maj_at_ks(sampled.parsed[i], p.answer, ks, seed=cfg.seed) for i, p in enumerate(problems)])
     for j, k in enumerate(ks):
@@ -87,24 +93,24 @@ def summarize_scores(
     if greedy is not None:
         metrics["greedy"] = _metric(greedy.correct[:, 0].astype(float), 1, 1, float(greedy.tokens.mean()), cfg)
     per_problem = [
-        {
-            "id": p.id,
-            "n_steps": p.n_steps,
-            "correct": int(c[i]),
-            "n": n,
-            "tokens": float(sampled.tokens[i].mean()),
+        ProblemResult(
+            id=p.id,
+            n_steps=p.n_steps,
+            correct=int(c[i]),
+            n=n,
+            tokens=float(sampled.tokens[i].mean()),
             **({"greedy": bool(greedy.correct[i, 0])} if greedy is not None else {}),
-        }
+        )
         for i, p in enumerate(problems)
     ]
-    by_diff: dict[str, Any] = {}
+    by_diff: dict[str, dict[str, float]] = {}
     steps = np.array([p.n_steps for p in problems])
     for s in sorted(set(steps.tolist())):
         m = steps == s
         by_diff[str(s)] = {"n_problems": int(m.sum()), "pass@1": float(sampled.correct[m].mean())}
         if greedy is not None:
             by_diff[str(s)]["greedy"] = float(greedy.correct[m, 0].mean())
-    return {"metrics": metrics, "by_difficulty": by_diff, "per_problem": per_problem}
+    return Summary(metrics, by_diff, per_problem)
 
 
 def _sample_rows(
@@ -145,30 +151,32 @@ def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit
 
 
 def _result(cfg: EvalConfig, model: str, problems: list[Problem], data_hash: str, prompt_format: str, engine: str,
-            sampled: Scored, greedy: Scored | None, seconds: float) -> dict[str, Any]:  # fmt: skip
-    """The `eval.json` record (schema in docs/evaluation.md)."""
-    s = cfg.sampling
-    return {
-        "model": model,
-        "task": cfg.task,
-        "preset": cfg.preset,
-        "split": cfg.split,
-        "data_hash": data_hash,
-        "n_problems": len(problems),
-        "n_samples": cfg.n_samples,
-        "temperature": s.temperature,
-        "top_p": s.top_p,
-        "top_k": s.top_k,
-        "max_new_tokens": s.max_new_tokens,
-        "prompt_format": prompt_format,
-        "engine": engine,
-        "truncated_frac": float(sampled.truncated.mean()),
+            sampled: Scored, greedy: Scored | None, seconds: float) -> EvalResult:  # fmt: skip
+    """The `eval.json` record (schema in docs/evaluation.md); fields a run lacks (no greedy) are unset."""
+    s, scores = cfg.sampling, summarize_scores(problems, sampled, greedy, cfg)
+    return EvalResult(
+        model=model,
+        task=cfg.task,
+        preset=cfg.preset,
+        split=cfg.split,
+        data_hash=data_hash,
+        n_problems=len(problems),
+        n_samples=cfg.n_samples,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        top_k=s.top_k,
+        max_new_tokens=s.max_new_tokens,
+        prompt_format=prompt_format,
+        engine=engine,
+        truncated_frac=float(sampled.truncated.mean()),
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
-        "tokens_per_sample": float(sampled.tokens.mean()),
-        **summarize_scores(problems, sampled, greedy, cfg),
-        "fidelity": fidelity_metrics(problems, sampled),
-        "seconds": seconds,
-    }
+        tokens_per_sample=float(sampled.tokens.mean()),
+        metrics=scores.metrics,
+        by_difficulty=scores.by_difficulty,
+        per_problem=scores.per_problem,
+        fidelity=fidelity_metrics(problems, sampled),
+        seconds=seconds,
+    )
 
 
 def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite: bool = False) -> Path:
@@ -210,7 +218,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
         sampler.close()
     gen_s = time.perf_counter() - t0
     result = _result(cfg, str(path), problems, data_hash, fmt.fmt, sampler.engine, sampled, greedy, gen_s)
-    run.write_json("eval.json", result)
+    run.write_json("eval.json", result.model_dump(mode="json", exclude_unset=True))
     run.write_jsonl("samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
         run.write_jsonl("samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
