@@ -7,8 +7,9 @@ search and study configs build on) is read without loading torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rlvr.lazy import lazy_names
 
 if TYPE_CHECKING:
     from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
@@ -24,7 +25,6 @@ _WHERE = {
     "rlvr.grpo.trainer": ["GRPOTrainer"],
     "rlvr.sft": ["SFT_PRESETS", "SFTConfig", "run_sft"],
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "PRESETS",
@@ -41,9 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module 'rlvr.grpo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

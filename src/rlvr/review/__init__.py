@@ -11,8 +11,9 @@ pull in numpy and scipy for `rlvr --help`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rlvr.lazy import lazy_names
 
 if TYPE_CHECKING:
     from rlvr.review.export import DIMENSIONS, export_slice, select, strata_of
@@ -22,13 +23,12 @@ if TYPE_CHECKING:
     from rlvr.review.store import CATEGORIES, Conflict, Label, LabelError, LabelStore, StoredLabel, parse_label
 
 _WHERE = {
-    "export": ["DIMENSIONS", "export_slice", "select", "strata_of"],
-    "items": ["ReviewError", "item_id", "load_eval", "load_slice", "resolve_review_dir"],
-    "labelfile": ["read_label_file"],
-    "stats": ["compute_stats", "write_stats"],
-    "store": ["CATEGORIES", "Conflict", "Label", "LabelError", "LabelStore", "StoredLabel", "parse_label"],
+    "rlvr.review.export": ["DIMENSIONS", "export_slice", "select", "strata_of"],
+    "rlvr.review.items": ["ReviewError", "item_id", "load_eval", "load_slice", "resolve_review_dir"],
+    "rlvr.review.labelfile": ["read_label_file"],
+    "rlvr.review.stats": ["compute_stats", "write_stats"],
+    "rlvr.review.store": ["CATEGORIES", "Conflict", "Label", "LabelError", "LabelStore", "StoredLabel", "parse_label"],
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "CATEGORIES",
@@ -53,9 +53,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module 'rlvr.review' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"rlvr.review.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
