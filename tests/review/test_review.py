@@ -29,6 +29,7 @@ from rlvr.review import (
     strata_of,
 )
 from rlvr.review.cli import review_app
+from rlvr.review.items import ReviewSample
 from rlvr.review.stats import classifier_stats, consensus, corrected_accuracy, reviewer_agreement, write_stats
 from rlvr.review.store import StoredLabel
 from rlvr.runs.review import read_review_stats
@@ -107,7 +108,7 @@ HEAD = '{"problem_id": "p", "question": "q", "gold": "1", "completion": "c", '
     [
         (HEAD + '"correct": "yes"}', "field 'correct'"),
         (HEAD + '"sample": 1}', "missing field 'correct'"),
-        (HEAD + '"correct": true, "gold_steps": [1]}', "field 'gold_steps'"),
+        (HEAD + '"correct": true, "gold_steps": [1]}', "field 'gold_steps.0': input should be a valid list, got 1"),
         ("[1, 2]", "expected a JSON object"),
         ("{not json", "invalid JSON"),
     ],
@@ -132,7 +133,7 @@ def test_optional_fields_get_defaults(tmp_path: Path) -> None:
     minimal = {"problem_id": "p", "question": "q", "gold": "1", "completion": "c", "correct": False}
     write_eval(tmp_path, [minimal])
     _, rows = load_eval(tmp_path)
-    assert rows[0]["gold_steps"] == [] and rows[0]["n_steps"] == 0 and rows[0]["parsed"] is None
+    assert rows[0].gold_steps == [] and rows[0].n_steps == 0 and rows[0].parsed is None
     (strata,), basis = strata_of(rows)
     assert strata == {
         "verdict": "unparsed",
@@ -157,7 +158,7 @@ def test_strata_of_each_dimension() -> None:
         sample_row(2, 0, True, tokens=60),
         sample_row(2, 1, True, tokens=70),
     ]
-    strata, basis = strata_of(rows)
+    strata, basis = strata_of([ReviewSample.model_validate(r) for r in rows])
     assert basis == "pass_rate"
     col = {d: [s[d] for s in strata] for d in strata[0]}
     assert col["verdict"] == [
@@ -216,9 +217,9 @@ def test_export_writes_a_stable_slice_with_strata(tmp_path: Path) -> None:
     first = (review / "slice.jsonl").read_bytes()
     meta, items = load_slice(review)
     assert len(items) == meta["n"] == 10 and meta["n_population"] == len(rows)
-    assert [it["index"] for it in items] == list(range(10))
-    assert all(it["item_id"] == f"{it['problem_id']}:{it['sample']}" for it in items)
-    assert all(set(it["strata"]) == {"verdict", "reward", "length", "disagreement", "difficulty"} for it in items)
+    assert [it.index for it in items] == list(range(10))
+    assert all(it.item_id == f"{it.problem_id}:{it.sample}" for it in items)
+    assert all(set(it.strata) == {"verdict", "reward", "length", "disagreement", "difficulty"} for it in items)
     assert meta["population_correct"] == sum(r["correct"] for r in rows)
     assert sum(meta["strata_slice"]["verdict"].values()) == 10
     assert meta["strata_slice"]["verdict"]["unparsed"] >= 2  # 3 of 48 rows, oversampled
@@ -419,16 +420,16 @@ def test_compute_stats_on_a_labelled_slice(review_dir: Path) -> None:
     first = items[:6]
     human = [True, False, True, True, False, False]
     for it, h in zip(first, human, strict=True):
-        store.put(Label(it["item_id"], "ann", h, h, None if h else "calculation"), 0)
+        store.put(Label(it.item_id, "ann", h, h, None if h else "calculation"), 0)
     for it, h in zip(first[:4], [True, False, False, True], strict=True):
-        store.put(Label(it["item_id"], "bob", h, True), 0)
+        store.put(Label(it.item_id, "bob", h, True), 0)
     s = compute_stats(review_dir, seed=0, n_resamples=500)
     assert s.schema_ == "rlvr.review.stats/1" and s.n_items == 10 and s.n_labelled == 6
     assert s.reviewers == {"ann": 6, "bob": 4}
     assert s.agreement.pairs[0].n == 4 and s.agreement.items_multiply_labelled == 4
     # consensus: items 0-3 are 2-reviewer majorities (ties -> False), 4-5 are ann alone
     cons = [True, False, False, True, False, False]
-    verdict = [bool(it["correct"]) for it in first]
+    verdict = [bool(it.correct) for it in first]
     p1 = s.headline.pass_at_1
     assert p1.n == 6 and p1.human.value == pytest.approx(2 / 6)
     assert p1.verifier.value == pytest.approx(np.mean(verdict))
@@ -552,7 +553,7 @@ def test_cli_export_import_stats(tmp_path: Path) -> None:
     labels = tmp_path / "bob.jsonl"
     labels.write_text(
         "".join(
-            json.dumps({"item_id": it["item_id"], "answer_correct": True, "reasoning_valid": True}) + "\n"
+            json.dumps({"item_id": it.item_id, "answer_correct": True, "reasoning_valid": True}) + "\n"
             for it in items[:3]
         )
     )

@@ -160,7 +160,7 @@ def test_label_with_keyboard_survive_kill_and_stats(server: Server, review_dir: 
         page.press("#name", "Enter")
         progress = page.locator("#progress")
         expect(progress).to_have_text(_re(progress_re(0, 1)))
-        expect(page.locator("#itemid")).to_have_text(items[0]["item_id"])
+        expect(page.locator("#itemid")).to_have_text(items[0].item_id)
         expect(page.locator("#completion .step").first).to_be_visible()
 
         kb = page.keyboard
@@ -204,17 +204,17 @@ def test_label_with_keyboard_survive_kill_and_stats(server: Server, review_dir: 
 
     labels = {lab["item_id"]: lab for lab in server.get("/api/labels?reviewer=alice")["labels"]}
     want = {
-        items[0]["item_id"]: (True, True, None, ""),
-        items[1]["item_id"]: (False, False, "calculation", "off by one"),
-        items[2]["item_id"]: (True, False, "derivation", ""),
-        items[3]["item_id"]: (False, True, None, ""),
+        items[0].item_id: (True, True, None, ""),
+        items[1].item_id: (False, False, "calculation", "off by one"),
+        items[2].item_id: (True, False, "derivation", ""),
+        items[3].item_id: (False, True, None, ""),
     }
     got = {k: (v["answer_correct"], v["reasoning_valid"], v["error_category"], v["note"]) for k, v in labels.items()}
     assert got == want
     server.kill()
 
     _, stats = write_stats(review_dir, seed=0, n_resamples=300)
-    verifier = [bool(it["correct"]) for it in items[:4]]
+    verifier = [bool(it.correct) for it in items[:4]]
     human = [True, False, True, False]
     p1 = stats.headline.pass_at_1
     assert stats.n_labelled == 4 and stats.reviewers == {"alice": 4}

@@ -58,26 +58,27 @@ class _Review:
 
     def __init__(self, review_dir: Path) -> None:
         self.meta, self.items = load_slice(review_dir)
-        self.ids = {it["item_id"]: i for i, it in enumerate(self.items)}
+        self.ids = {it.item_id: i for i, it in enumerate(self.items)}
         self.store = LabelStore(review_dir / DB_FILE)
         self.page = resources.files("rlvr.review").joinpath("static/index.html").read_text(encoding="utf-8")
 
     def view(self, index: int, reviewer: str | None) -> dict[str, Any]:
         item = self.items[index]
-        gold_steps = [Step(str(e), str(r)) for e, r in item.get("gold_steps") or []]
-        out = {k: item.get(k) for k in _DISPLAY_KEYS}
+        gold_steps = [Step(e, r) for e, r in item.gold_steps]
+        row = item.model_dump(mode="json")
+        out = {k: row.get(k) for k in _DISPLAY_KEYS}
         out["index"] = index
         out["gold_steps"] = [{"expr": s.expr, "result": s.result} for s in gold_steps]
-        out["completion_view"] = annotate(item["completion"], gold_steps)
-        out["gold_view"] = annotate(item.get("gold_solution") or "")
-        label = self.store.get(item["item_id"], reviewer) if reviewer else None
+        out["completion_view"] = annotate(item.completion, gold_steps)
+        out["gold_view"] = annotate(item.gold_solution)
+        label = self.store.get(item.item_id, reviewer) if reviewer else None
         out["label"] = None if label is None else label.to_json()
         return out
 
     def progress(self, reviewer: str | None) -> dict[str, Any]:
         done = {lab.item_id for lab in self.store.labels(reviewer)} if reviewer else set()
         done &= set(self.ids)
-        resume = next((i for i, it in enumerate(self.items) if it["item_id"] not in done), len(self.items) - 1)
+        resume = next((i for i, it in enumerate(self.items) if it.item_id not in done), len(self.items) - 1)
         return {"n_items": len(self.items), "n_labelled": len(done), "resume": resume}
 
 

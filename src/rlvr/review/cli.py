@@ -114,7 +114,7 @@ def import_cmd(
     folder = _review_dir(review_dir)
     try:
         _, items = load_slice(folder)
-        labels = read_label_file(file, {it["item_id"] for it in items}, reviewer)
+        labels = read_label_file(file, {it.item_id for it in items}, reviewer)
         counts = LabelStore(folder / DB_FILE).import_labels(labels, source=f"import:{file.name}", overwrite=overwrite)
     except (ReviewError, Conflict) as e:
         _fail(str(e))

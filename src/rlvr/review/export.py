@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr.review.items import EXPORT_META, SLICE_FILE, ReviewError, item_id, load_eval
+from rlvr.review.items import EXPORT_META, SLICE_FILE, ReviewError, ReviewSample, item_id, load_eval
 
 __all__ = ["DIMENSIONS", "export_slice", "select", "strata_of"]
 
@@ -43,18 +43,18 @@ _SLICE_KEYS = (
 )  # fmt: skip
 
 
-def _verdict(row: dict[str, Any]) -> str:
-    if row["correct"]:
+def _verdict(row: ReviewSample) -> str:
+    if row.correct:
         return "correct"
-    return "unparsed" if row["parsed"] is None else "incorrect"
+    return "unparsed" if row.parsed is None else "incorrect"
 
 
-def _reward_total(row: dict[str, Any]) -> float | None:
-    values = [v for v in (row.get("rewards") or {}).values() if v is not None]
+def _reward_total(row: ReviewSample) -> float | None:
+    values = [v for v in (row.rewards or {}).values() if v is not None]
     return float(sum(values)) if values else None
 
 
-def _reward_buckets(rows: Sequence[dict[str, Any]]) -> list[str]:
+def _reward_buckets(rows: Sequence[ReviewSample]) -> list[str]:
     totals = [_reward_total(r) for r in rows]
     known = [t for t in totals if t is not None]
     if not known:
@@ -72,42 +72,42 @@ def _reward_buckets(rows: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _length_buckets(rows: Sequence[dict[str, Any]]) -> list[str]:
-    tokens = np.array([r["tokens"] for r in rows], dtype=np.float64)
+def _length_buckets(rows: Sequence[ReviewSample]) -> list[str]:
+    tokens = np.array([r.tokens for r in rows], dtype=np.float64)
     edges = np.quantile(tokens, [0.25, 0.5, 0.75])
     quart = np.searchsorted(edges, tokens, side="left")  # tokens <= q25 -> q1, ...
-    return ["truncated" if r["truncated"] else f"q{int(q) + 1}" for r, q in zip(rows, quart, strict=True)]
+    return ["truncated" if r.truncated else f"q{int(q) + 1}" for r, q in zip(rows, quart, strict=True)]
 
 
-def _disagreement(row: dict[str, Any]) -> str:
-    v2, ps = row.get("verifier2_correct"), row.get("process_score")
+def _disagreement(row: ReviewSample) -> str:
+    v2, ps = row.verifier2_correct, row.process_score
     if v2 is None and ps is None:
         return "n/a"
-    d2 = v2 is not None and v2 != row["correct"]
-    dp = ps is not None and (ps >= 0.5) != row["correct"]
+    d2 = v2 is not None and v2 != row.correct
+    dp = ps is not None and (ps >= 0.5) != row.correct
     return "both" if d2 and dp else "verifier2" if d2 else "process" if dp else "agree"
 
 
-def _difficulty(rows: Sequence[dict[str, Any]]) -> tuple[list[str], str]:
+def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], str]:
     """Per-row difficulty and its basis: `pass_rate` or `n_steps`."""
     by_problem: dict[str, list[bool]] = {}
     steps: dict[str, int] = {}
     for r in rows:
-        by_problem.setdefault(r["problem_id"], []).append(bool(r["correct"]))
-        steps[r["problem_id"]] = int(r["n_steps"])
+        by_problem.setdefault(r.problem_id, []).append(r.correct)
+        steps[r.problem_id] = int(r.n_steps or 0)
     if max(len(v) for v in by_problem.values()) >= 2:
         rate = {p: sum(v) / len(v) for p, v in by_problem.items()}
         label = {p: "easy" if x > 2 / 3 else "hard" if x < 1 / 3 else "medium" for p, x in rate.items()}
-        return [label[r["problem_id"]] for r in rows], "pass_rate"
+        return [label[r.problem_id] for r in rows], "pass_rate"
     counts = np.array(list(steps.values()), dtype=np.float64)
     lo, hi = np.quantile(counts, [1 / 3, 2 / 3])
     label = {p: "easy" if s <= lo else "hard" if s > hi else "medium" for p, s in steps.items()}
     if lo == hi:  # too few distinct step counts to split in three
         label = {p: "easy" if s < lo else "hard" if s > lo else "medium" for p, s in steps.items()}
-    return [label[r["problem_id"]] for r in rows], "n_steps"
+    return [label[r.problem_id] for r in rows], "n_steps"
 
 
-def strata_of(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, str]], str]:
+def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], str]:
     """The five strata of each row (see the module docstring) and the difficulty basis."""
     rewards, lengths = _reward_buckets(rows), _length_buckets(rows)
     difficulty, basis = _difficulty(rows)
@@ -176,10 +176,10 @@ def _tally(strata: Sequence[dict[str, str]]) -> dict[str, dict[str, int]]:
 def _build(eval_dir: Path, n: int, seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     meta, rows = load_eval(eval_dir)
     strata, basis = strata_of(rows)
-    order = select(strata, [r["problem_id"] for r in rows], n, seed)
+    order = select(strata, [r.problem_id for r in rows], n, seed)
     items = []
     for index, i in enumerate(order):
-        row = rows[i]
+        row = rows[i].model_dump(mode="json")
         item = {"item_id": item_id(row["problem_id"], row["sample"]), "index": index, "strata": strata[i]}
         item.update({k: row.get(k) for k in _SLICE_KEYS})
         items.append(item)
@@ -191,7 +191,7 @@ def _build(eval_dir: Path, n: int, seed: int) -> tuple[list[dict[str, Any]], dic
         "n_requested": n,
         "n": len(items),
         "n_population": len(rows),
-        "population_correct": int(sum(bool(r["correct"]) for r in rows)),
+        "population_correct": sum(r.correct for r in rows),
         "difficulty_basis": basis,
         "strata_population": _tally(strata),
         "strata_slice": _tally([strata[i] for i in order]),

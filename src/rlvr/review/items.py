@@ -8,9 +8,12 @@ turns into exit status 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypeVar
+
+from annotated_types import Len
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rlvr import runs
 
@@ -18,6 +21,8 @@ __all__ = [
     "EXPORT_META",
     "SLICE_FILE",
     "ReviewError",
+    "ReviewSample",
+    "SliceItem",
     "item_id",
     "load_eval",
     "load_slice",
@@ -27,6 +32,9 @@ __all__ = [
 
 SLICE_FILE = "slice.jsonl"
 EXPORT_META = "export.json"
+
+
+R = TypeVar("R", bound=BaseModel)
 
 
 class ReviewError(ValueError):
@@ -43,53 +51,60 @@ def item_id(problem_id: str, sample: int) -> str:
     return f"{problem_id}:{sample}"
 
 
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool)
+Step = Annotated[list[str], Len(2, 2)]  # [expr, result]
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+class ReviewSample(BaseModel):
+    """One `samples.jsonl` row as the review reads it. Types are strict (a `"yes"` is not a bool); the
+    fields after `correct` may be missing and take these defaults; `n_steps` defaults to the number of
+    gold steps. Other keys are kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    problem_id: str
+    question: str
+    gold: str
+    completion: str
+    correct: bool
+    sample: int = 0
+    gold_solution: str = ""
+    gold_steps: list[Step] = []
+    n_steps: int | None = None
+    temperature: float | None = None
+    parsed: str | None = None
+    reason: str = ""
+    tokens: int = 0
+    truncated: bool = False
+    process_score: float | None = None
+    rewards: dict[str, float | None] | None = None
+    verifier2_correct: bool | None = None
+
+    @model_validator(mode="after")
+    def _steps(self) -> ReviewSample:
+        if self.n_steps is None:
+            self.n_steps = len(self.gold_steps)
+        return self
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+class SliceItem(ReviewSample):
+    """One `slice.jsonl` row: a sample with its id, its place in the slice and its strata."""
+
+    item_id: str  # the id the labels are keyed by (`item_id(problem_id, sample)` when exported)
+    index: int = 0
+    strata: dict[str, str]
 
 
-def _is_steps(v: Any) -> bool:
-    return isinstance(v, list) and all(
-        isinstance(s, list | tuple) and len(s) == 2 and all(isinstance(x, str) for x in s) for s in v
-    )
-
-
-def _is_rewards(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and (x is None or _is_num(x)) for k, x in v.items())
-
-
-def _opt(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: v is None or check(v)
-
-
-_str = lambda v: isinstance(v, str)  # noqa: E731
-# field -> (check, description, default when missing; `...` = required)
-_SAMPLE_FIELDS: dict[str, tuple[Callable[[Any], bool], str, Any]] = {
-    "problem_id": (_str, "a string", ...),
-    "question": (_str, "a string", ...),
-    "gold": (_str, "a string", ...),
-    "completion": (_str, "a string", ...),
-    "correct": (_is_bool, "a bool", ...),
-    "sample": (_is_int, "an int", 0),
-    "gold_solution": (_str, "a string", ""),
-    "gold_steps": (_is_steps, "a list of [expr, result] string pairs", []),
-    "n_steps": (_opt(_is_int), "an int", None),
-    "temperature": (_opt(_is_num), "a number", None),
-    "parsed": (_opt(_str), "a string or null", None),
-    "reason": (_str, "a string", ""),
-    "tokens": (_is_int, "an int", 0),
-    "truncated": (_is_bool, "a bool", False),
-    "process_score": (_opt(_is_num), "a number or null", None),
-    "rewards": (_opt(_is_rewards), "an object of name -> number or null", None),
-    "verifier2_correct": (_opt(_is_bool), "a bool or null", None),
-}
+def _row(model: type[R], path: Path, no: int, raw: dict[str, Any]) -> R:
+    """`raw` validated as `model`, or a ReviewError naming the file, line and field."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "missing":
+            raise ReviewError(f"{path}:{no}: missing field '{field}'") from None
+        got = repr(err.get("input"))[:60]
+        raise ReviewError(f"{path}:{no}: field '{field}': {err['msg'].lower()}, got {got}") from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -100,21 +115,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ReviewError(str(e)) from None
 
 
-def _check_sample(path: Path, no: int, row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    for name, (check, what, default) in _SAMPLE_FIELDS.items():
-        if name not in row:
-            if default is ...:
-                raise ReviewError(f"{path}:{no}: missing field '{name}'")
-            out[name] = list(default) if isinstance(default, list) else default
-        elif not check(row[name]):
-            raise ReviewError(f"{path}:{no}: field '{name}' must be {what}, got {row[name]!r:.60}")
-    if out["n_steps"] is None:
-        out["n_steps"] = len(out["gold_steps"])
-    return out
-
-
-def load_eval(eval_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_eval(eval_dir: Path) -> tuple[dict[str, Any], list[ReviewSample]]:
     """`(eval.json contents, validated samples sorted by (problem_id, sample))` of an evaluation folder.
 
     A missing `eval.json` is allowed (metadata `{}`); a missing or empty `samples.jsonl`, a bad row or
@@ -130,18 +131,18 @@ def load_eval(eval_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     path = eval_dir / "samples.jsonl"
     if not path.exists():
         raise ReviewError(f"{path}: not found (is {eval_dir} an evaluation folder?)")
-    rows: list[dict[str, Any]] = []
+    rows: list[ReviewSample] = []
     seen: dict[str, int] = {}
     for no, raw in read_jsonl(path):
-        row = _check_sample(path, no, raw)
-        key = item_id(row["problem_id"], row["sample"])
+        row = _row(ReviewSample, path, no, raw)
+        key = item_id(row.problem_id, row.sample)
         if key in seen:
             raise ReviewError(f"{path}:{no}: duplicate problem_id/sample {key!r} (first on line {seen[key]})")
         seen[key] = no
         rows.append(row)
     if not rows:
         raise ReviewError(f"{path}: no samples")
-    rows.sort(key=lambda r: (r["problem_id"], r["sample"]))
+    rows.sort(key=lambda r: (r.problem_id, r.sample))
     return meta, rows
 
 
@@ -153,16 +154,11 @@ def resolve_review_dir(path: Path) -> Path:
     raise ReviewError(f"{path}: no {SLICE_FILE} here or in {path / 'review'} (run `rlvr review export` first)")
 
 
-def load_slice(review_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_slice(review_dir: Path) -> tuple[dict[str, Any], list[SliceItem]]:
     """`(export.json contents, slice items in review order)` of a review folder."""
     path = review_dir / SLICE_FILE
-    items = []
-    for no, row in read_jsonl(path):
-        for name in ("item_id", "question", "completion", "correct", "strata"):
-            if name not in row:
-                raise ReviewError(f"{path}:{no}: missing field '{name}'")
-        items.append(row)
-    ids = [it["item_id"] for it in items]
+    items = [_row(SliceItem, path, no, row) for no, row in read_jsonl(path)]
+    ids = [it.item_id for it in items]
     if len(set(ids)) != len(ids):
         raise ReviewError(f"{path}: duplicate item_id")
     if not items:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.evaluate.stats import bootstrap_ci, cohen_kappa
-from rlvr.review.items import load_slice
+from rlvr.review.items import SliceItem, load_slice
 from rlvr.review.store import CATEGORIES, DB_FILE, LabelStore, StoredLabel
 from rlvr.runs import write_json
 from rlvr.runs.review import (
@@ -165,11 +165,11 @@ def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> Estimate:
     return Estimate(value=float(np.mean(values)), ci=[low, high])
 
 
-def _headline(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]], meta: dict[str, Any], seed: int,
+def _headline(items: list[SliceItem], cons: dict[str, dict[str, bool]], meta: dict[str, Any], seed: int,
               n_resamples: int) -> Headline:  # fmt: skip
-    v = [float(bool(it["correct"])) for it in items]
-    h = [float(cons[it["item_id"]]["answer_correct"]) for it in items]
-    strict = [float(cons[it["item_id"]]["answer_correct"] and cons[it["item_id"]]["reasoning_valid"]) for it in items]
+    v = [float(it.correct) for it in items]
+    h = [float(cons[it.item_id]["answer_correct"]) for it in items]
+    strict = [float(cons[it.item_id]["answer_correct"] and cons[it.item_id]["reasoning_valid"]) for it in items]
     diff = Estimate()
     if items:
         low, high = bootstrap_ci(v, seed=seed, n_resamples=n_resamples, paired_with=h)
@@ -189,35 +189,27 @@ def _headline(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]], met
     return Headline(pass_at_1=p1, strict_at_1=StrictHeadline(n=len(items), human=_mean_ci(strict, seed, n_resamples)))
 
 
-def _verifiers(items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]) -> Verifiers:
-    human = [cons[it["item_id"]]["answer_correct"] for it in items]
-    out = Verifiers(verifier=classifier_stats([bool(it["correct"]) for it in items], human))
-    v2 = [
-        (it["verifier2_correct"], h)
-        for it, h in zip(items, human, strict=True)
-        if it.get("verifier2_correct") is not None
-    ]
+def _verifiers(items: list[SliceItem], cons: dict[str, dict[str, bool]]) -> Verifiers:
+    human = [cons[it.item_id]["answer_correct"] for it in items]
+    out = Verifiers(verifier=classifier_stats([it.correct for it in items], human))
+    v2 = [(it.verifier2_correct, h) for it, h in zip(items, human, strict=True) if it.verifier2_correct is not None]
     if v2:
         out.verifier2 = classifier_stats([p for p, _ in v2], [t for _, t in v2])
     proc = [
-        (it["process_score"] >= 0.5, cons[it["item_id"]]["reasoning_valid"])
-        for it in items
-        if it.get("process_score") is not None
+        (it.process_score >= 0.5, cons[it.item_id]["reasoning_valid"]) for it in items if it.process_score is not None
     ]
     if proc:
         out.process = classifier_stats([p for p, _ in proc], [t for _, t in proc])
     return out
 
 
-def _by_stratum(
-    items: list[dict[str, Any]], cons: dict[str, dict[str, bool]]
-) -> dict[str, dict[str, StratumAgreement]]:
+def _by_stratum(items: list[SliceItem], cons: dict[str, dict[str, bool]]) -> dict[str, dict[str, StratumAgreement]]:
     """Per stratum value: labelled items and how often the verifier agreed with people."""
     out: dict[str, dict[str, StratumAgreement]] = defaultdict(dict)
-    for dim in sorted({d for it in items for d in it["strata"]}):
+    for dim in sorted({d for it in items for d in it.strata}):
         groups: dict[str, list[bool]] = defaultdict(list)
         for it in items:
-            groups[it["strata"][dim]].append(bool(it["correct"]) == cons[it["item_id"]]["answer_correct"])
+            groups[it.strata[dim]].append(it.correct == cons[it.item_id]["answer_correct"])
         for value, agree in sorted(groups.items()):
             out[dim][value] = StratumAgreement(n=len(agree), verifier_agrees=sum(agree) / len(agree))
     return dict(out)
@@ -227,10 +219,10 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
     """Everything `stats.json` holds, from a review folder's slice, export metadata and labels."""
     meta, items = load_slice(review_dir)
     labels = LabelStore(review_dir / DB_FILE).labels()
-    ids = {it["item_id"] for it in items}
+    ids = {it.item_id for it in items}
     labels = [lab for lab in labels if lab.item_id in ids]
     cons = consensus(labels)
-    labelled = [it for it in items if it["item_id"] in cons]
+    labelled = [it for it in items if it.item_id in cons]
     pairs = reviewer_agreement(labels)
     kappas = [p.answer_kappa for p in pairs if p.answer_kappa is not None]
     verifiers = _verifiers(labelled, cons)
@@ -257,7 +249,7 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
 
 
 def _summary(
-    labelled: list[dict[str, Any]],
+    labelled: list[SliceItem],
     labels: Sequence[StoredLabel],
     kappas: list[float],
     verifiers: Verifiers,
