@@ -319,9 +319,9 @@ def test_contamination_measures_by_hand() -> None:
     items = [("e0", "A b c d e f g h i j."), ("e1", "a b c d e f g h x y"), ("e2", "the cat sat on 5 mats today"),
              ("e3", "nothing in common here")]  # fmt: skip
     rep = contamination_report(index, items)
-    assert rep["overlaps"] == [1.0, 0.3333, 0.0, 0.0]  # e1 keeps 1 of its 3 8-grams (rounded to 4 places)
-    assert rep["exact_items"] == 1 and rep["ngram_items"] == 1 and rep["template_share"] == 0.5
-    assert rep["examples"][0]["train_id"] == "t0" and rep["examples"][0]["exact_duplicate"]
+    assert rep.overlaps == [1.0, 0.3333, 0.0, 0.0]  # e1 keeps 1 of its 3 8-grams (rounded to 4 places)
+    assert rep.exact_items == 1 and rep.ngram_items == 1 and rep.template_share == 0.5
+    assert rep.examples[0].train_id == "t0" and rep.examples[0].exact_duplicate
 
 
 def test_arith_test_set_is_clean_by_construction(tmp_path: Path) -> None:

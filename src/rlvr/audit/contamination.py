@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "Construction",
+    "ContaminationReport",
+    "Example",
     "TrainIndex",
     "arith_construction",
     "build_index",
@@ -107,33 +110,64 @@ def build_index(train: Sequence[tuple[str, str]], n: int = 8) -> TrainIndex:
     return index
 
 
-def _item(index: TrainIndex, item_id: str, question: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Item:
+    id: str
+    question: str
+    grams: set[int]  # hashed n-grams
+    hits: int
+    exact: int | None  # index of the identical training question
+    template: bool
+
+    @property
+    def overlap(self) -> float:
+        return self.hits / len(self.grams) if self.grams else 0.0
+
+
+def _item(index: TrainIndex, item_id: str, question: str) -> _Item:
     ws = words(question)
     grams = ngrams(ws, index.n)
-    hits = len(grams & index.grams)
-    j = index.exact.get(" ".join(ws))
-    return {
-        "id": item_id,
-        "question": question,
-        "n_grams": len(grams),
-        "hits": hits,
-        "overlap": hits / len(grams) if grams else 0.0,
-        "exact": j,
-        "template": masked(question) in index.templates,
-        "_grams": grams,
-    }
+    return _Item(item_id, question, grams, len(grams & index.grams), index.exact.get(" ".join(ws)),
+                 masked(question) in index.templates)  # fmt: skip
 
 
-def _example(index: TrainIndex, it: dict[str, Any]) -> dict[str, Any]:
-    j = it["exact"] if it["exact"] is not None else index.closest(it["_grams"])
-    return {
-        "id": it["id"],
-        "question": it["question"],
-        "overlap": round(it["overlap"], 3),
-        "exact_duplicate": it["exact"] is not None,
-        "train_id": index.ids[j] if j is not None else None,
-        "train_question": index.questions[j] if j is not None else None,
-    }
+@dataclass(frozen=True)
+class Example:
+    """An evaluation item next to its identical or closest training question."""
+
+    id: str
+    question: str
+    overlap: float
+    exact_duplicate: bool
+    train_id: str | None
+    train_question: str | None
+
+
+def _example(index: TrainIndex, it: _Item) -> Example:
+    j = it.exact if it.exact is not None else index.closest(it.grams)
+    return Example(it.id, it.question, round(it.overlap, 3), it.exact is not None,
+                   index.ids[j] if j is not None else None, index.questions[j] if j is not None else None)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ContaminationReport:
+    """One evaluation set against the training data: n-gram contaminated items (overlap above
+    `item_threshold`), exact duplicates, template matches, the raw n-gram overlap, every item's overlap
+    (for the histogram) and examples."""
+
+    n_items: int
+    n_train: int
+    ngram_n: int
+    item_threshold: float
+    raw_overlap: float
+    mean_item_overlap: float
+    ngram_items: int
+    ngram_share: float
+    exact_items: int
+    exact_share: float
+    template_share: float
+    overlaps: list[float]
+    examples: list[Example]
 
 
 def contamination_report(
@@ -142,39 +176,45 @@ def contamination_report(
     *,
     item_threshold: float = 0.5,
     max_examples: int = 5,
-) -> dict[str, Any]:
-    """Overlap of evaluation `(id, question)` items with the indexed training data.
-
-    Returns counts and shares of n-gram contaminated items (overlap > `item_threshold`), exact
-    duplicates and template matches, the raw n-gram overlap (share of all the items' n-grams found
-    in training), every item's overlap (for the histogram) and examples: exact duplicates first,
-    then the most overlapping items, each with its closest training question.
-    """
+) -> ContaminationReport:
+    """Overlap of evaluation `(id, question)` items with the indexed training data; examples: exact
+    duplicates first, then the most overlapping items, each with its closest training question."""
     rows = [_item(index, i, q) for i, q in items]
     n = len(rows)
-    flagged = [r for r in rows if r["overlap"] > item_threshold]
-    exact = [r for r in rows if r["exact"] is not None]
-    ranked = sorted(rows, key=lambda r: (r["exact"] is None, -r["overlap"]))
-    examples = [_example(index, r) for r in ranked[:max_examples] if r["exact"] is not None or r["overlap"] > 0]
-    total_grams = sum(r["n_grams"] for r in rows)
-    return {
-        "n_items": n,
-        "n_train": len(index.ids),
-        "ngram_n": index.n,
-        "item_threshold": item_threshold,
-        "raw_overlap": sum(r["hits"] for r in rows) / total_grams if total_grams else 0.0,
-        "mean_item_overlap": sum(r["overlap"] for r in rows) / n if n else 0.0,
-        "ngram_items": len(flagged),
-        "ngram_share": len(flagged) / n if n else 0.0,
-        "exact_items": len(exact),
-        "exact_share": len(exact) / n if n else 0.0,
-        "template_share": sum(r["template"] for r in rows) / n if n else 0.0,
-        "overlaps": [round(r["overlap"], 4) for r in rows],
-        "examples": examples,
-    }
+    flagged = [r for r in rows if r.overlap > item_threshold]
+    exact = [r for r in rows if r.exact is not None]
+    ranked = sorted(rows, key=lambda r: (r.exact is None, -r.overlap))
+    examples = [_example(index, r) for r in ranked[:max_examples] if r.exact is not None or r.overlap > 0]
+    total_grams = sum(len(r.grams) for r in rows)
+    return ContaminationReport(
+        n_items=n,
+        n_train=len(index.ids),
+        ngram_n=index.n,
+        item_threshold=item_threshold,
+        raw_overlap=sum(r.hits for r in rows) / total_grams if total_grams else 0.0,
+        mean_item_overlap=sum(r.overlap for r in rows) / n if n else 0.0,
+        ngram_items=len(flagged),
+        ngram_share=len(flagged) / n if n else 0.0,
+        exact_items=len(exact),
+        exact_share=len(exact) / n if n else 0.0,
+        template_share=sum(r.template for r in rows) / n if n else 0.0,
+        overlaps=[round(r.overlap, 4) for r in rows],
+        examples=examples,
+    )
 
 
-def arith_construction(problems: Sequence[Any], split: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Construction:
+    """Whether the task's own construction keeps evaluation problems out of training."""
+
+    rule: str
+    ok: bool
+    violations: list[str] = field(default_factory=list)
+    templates: list[str] | None = None  # holdout: its templates and training's
+    train_templates: list[str] | None = None
+
+
+def arith_construction(problems: Sequence[Any], split: str) -> Construction:
     """Check the arith task's construction for evaluation problems (re-created `Problem`s).
 
     test/dev: every question hashes into its own split (`rlvr.tasks.arith.split_of`), so no test
@@ -185,15 +225,15 @@ def arith_construction(problems: Sequence[Any], split: str) -> dict[str, Any]:
 
     if split in ("test", "dev"):
         wrong = [p.id for p in problems if arith.split_of(p.question) != split]
-        return {"rule": f"every question hashes into split {split!r}", "ok": not wrong, "violations": wrong[:5]}
+        return Construction(f"every question hashes into split {split!r}", not wrong, wrong[:5])
     if split == "holdout":
         train_templates = {p.meta.get("template") for p in load_task("arith", "train", n=2000)}
         wrong = [p.id for p in problems if p.meta.get("template") in train_templates]
-        return {
-            "rule": "holdout templates are disjoint from training templates",
-            "ok": not wrong,
-            "templates": sorted({str(p.meta.get("template")) for p in problems}),
-            "train_templates": sorted(str(t) for t in train_templates),
-            "violations": wrong[:5],
-        }
-    return {"rule": "n/a", "ok": True}
+        return Construction(
+            "holdout templates are disjoint from training templates",
+            not wrong,
+            wrong[:5],
+            sorted({str(p.meta.get("template")) for p in problems}),
+            sorted(str(t) for t in train_templates),
+        )
+    return Construction("n/a", True)

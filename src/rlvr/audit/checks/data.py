@@ -3,10 +3,17 @@ seen in training) and the private holdout (never used for choices, never leaked 
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from rlvr.audit.contamination import TrainIndex, arith_construction, build_index, contamination_report
+from rlvr.audit.contamination import (
+    Construction,
+    ContaminationReport,
+    TrainIndex,
+    arith_construction,
+    build_index,
+    contamination_report,
+)
 from rlvr.audit.context import AuditContext
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
 from rlvr.audit.runs import EvalRun
@@ -26,31 +33,61 @@ TEMPLATED_NOTE = (
 
 
 # ------------------------------------------------------------------ 4. contamination
-def _judge(rep: dict[str, Any], task: str, split: str) -> tuple[Status, list[str]]:
-    n, notes = rep["n_items"], []
+def _judge(rep: ContaminationReport, task: str, split: str) -> tuple[Status, list[str]]:
+    n, notes = rep.n_items, []
     status: Status = "pass"
-    if rep["exact_share"] > CONTAMINATED_DATASET:
+    if rep.exact_share > CONTAMINATED_DATASET:
         status = "fail"
-        notes.append(f"{split}: {rep['exact_items']} of {n} items appear verbatim in training")
-    elif rep["exact_items"]:
+        notes.append(f"{split}: {rep.exact_items} of {n} items appear verbatim in training")
+    elif rep.exact_items:
         status = "warn"
-        notes.append(f"{split}: {rep['exact_items']} of {n} items appear verbatim in training")
-    if rep["ngram_share"] > CONTAMINATED_DATASET:
-        share = f"{rep['ngram_share']:.0%} of items share > {rep['item_threshold']:.0%} of their 8-grams with training"
+        notes.append(f"{split}: {rep.exact_items} of {n} items appear verbatim in training")
+    if rep.ngram_share > CONTAMINATED_DATASET:
+        share = f"{rep.ngram_share:.0%} of items share > {rep.item_threshold:.0%} of their 8-grams with training"
         if task in TEMPLATED_TASKS:
             notes.append(f"{split}: {share}: template phrases shared by construction; judged on whole items")
-        elif rep["template_share"] >= TEMPLATE_DETECT:
+        elif rep.template_share >= TEMPLATE_DETECT:
             status = worst([status, "warn"])
-            notes.append(f"{split}: {share}; {rep['template_share']:.0%} match a training question with numbers masked")
+            notes.append(f"{split}: {share}; {rep.template_share:.0%} match a training question with numbers masked")
         else:
             status = "fail"
             notes.append(f"{split}: {share}")
     return status, notes
 
 
+@dataclass(frozen=True)
+class SetEntry:
+    """One evaluation set compared with training (`report` None: nothing to compare)."""
+
+    set: str
+    source: str
+    eval: str | None = None
+    task: str | None = None
+    report: ContaminationReport | None = None
+    construction: Construction | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        """As audit.json keeps it: the report's fields beside the set's."""
+        out: dict[str, Any] = {"set": self.set, "source": self.source}
+        if self.report is not None:
+            out = {"set": self.set, "eval": self.eval, "task": self.task, "source": self.source, **asdict(self.report)}
+        if self.construction is not None:
+            out["construction"] = asdict(self.construction)
+        return out
+
+    def summary(self) -> str:
+        if self.report is None:
+            return f"{self.set}: not compared"
+        r = self.report
+        text = f"{self.set}: {r.exact_items} of {r.n_items} items in training, {r.ngram_share:.0%} n-gram flagged"
+        if self.construction is not None:
+            text += " (disjoint by construction: verified)" if self.construction.ok else " (construction violated)"
+        return text
+
+
 def _one_set(
     ctx: AuditContext, index: TrainIndex, label: str, ev: EvalRun | None
-) -> tuple[Status, dict[str, Any], list[str]]:
+) -> tuple[Status, SetEntry, list[str]]:
     if ev is None:  # the dev set the trainer evaluated on
         dev = ctx.dev_problems
         items, source, task = (
@@ -61,27 +98,18 @@ def _one_set(
     else:
         (items, source), task = ctx.eval_items(ev), ev.task
     if not items:
-        return "warn", {"set": label, "source": source}, [f"{label}: no problems to compare ({source})"]
+        return "warn", SetEntry(label, source), [f"{label}: no problems to compare ({source})"]
     rep = contamination_report(index, items, max_examples=3)
     status, notes = _judge(rep, task, label)
-    out = {"set": label, "eval": str(ev.path) if ev else None, "task": task, "source": source, **rep}
+    construction = None
     if task == "arith" and ev is not None:
         loaded = ctx.eval_problems(ev)
         if loaded.verified:
-            out["construction"] = arith_construction(loaded.problems, ev.split)
-            if not out["construction"]["ok"]:
+            construction = arith_construction(loaded.problems, ev.split)
+            if not construction.ok:
                 status = "fail"
-                notes.append(f"{label}: arith construction violated: {out['construction']['rule']}")
-    return status, out, notes
-
-
-def _set_summary(e: dict[str, Any]) -> str:
-    if "n_items" not in e:
-        return f"{e['set']}: not compared"
-    text = f"{e['set']}: {e['exact_items']} of {e['n_items']} items in training, {e['ngram_share']:.0%} n-gram flagged"
-    if "construction" in e:
-        text += " (disjoint by construction: verified)" if e["construction"]["ok"] else " (construction violated)"
-    return text
+                notes.append(f"{label}: arith construction violated: {construction.rule}")
+    return status, SetEntry(label, source, str(ev.path) if ev else None, task, rep, construction), notes
 
 
 def _eval_sets(ctx: AuditContext) -> list[tuple[str, EvalRun | None]]:
@@ -105,7 +133,7 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
     index = build_index([(p.id, p.question) for p in train.problems])
     sets = _eval_sets(ctx)
     statuses: list[Status] = []
-    entries: list[dict[str, Any]] = []
+    entries: list[SetEntry] = []
     notes: list[str] = []
     examples: list[dict[str, Any]] = []
     for label, ev in sets:
@@ -113,19 +141,19 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
         statuses.append(st)
         entries.append(entry)
         notes += nt
-        examples += [{"set": label, **x} for x in entry.get("examples", [])]
+        examples += [{"set": label, **asdict(x)} for x in (entry.report.examples if entry.report else [])]
     if not train.verified:
         statuses.append("warn")
         notes.append(f"re-created training data hash {train.actual_hash} != manifest {train.expected_hash}")
     status = worst(statuses) if sets else "warn"
-    text = "; ".join(_set_summary(e) for e in entries) if entries else "no evaluation sets to compare"
+    text = "; ".join(e.summary() for e in entries) if entries else "no evaluation sets to compare"
     if status != "pass" and notes:
         text += ". " + "; ".join(n for n in notes if "by construction" not in n)
     rows = [
-        [e["set"], e.get("n_items"), e.get("exact_items"), fmt(e.get("ngram_share"), ".1%"),
-         fmt(e.get("raw_overlap"), ".1%"), fmt(e.get("template_share"), ".1%"),
-         "n/a" if "construction" not in e else ("yes" if e["construction"]["ok"] else "NO")]
-        for e in entries
+        [e.set, r.n_items if r else None, r.exact_items if r else None, fmt(r.ngram_share if r else None, ".1%"),
+         fmt(r.raw_overlap if r else None, ".1%"), fmt(r.template_share if r else None, ".1%"),
+         "n/a" if e.construction is None else ("yes" if e.construction.ok else "NO")]
+        for e, r in ((e, e.report) for e in entries)
     ]  # fmt: skip
     cols = [
         "set",
@@ -137,10 +165,11 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
         "disjoint by construction",
     ]
     evid: dict[str, Any] = {
-        "n_train": len(train.problems), "train_hash_verified": train.verified, "sets": entries, "notes": notes,
+        "n_train": len(train.problems), "train_hash_verified": train.verified,
+        "sets": [e.evidence() for e in entries], "notes": notes,
         "thresholds": {"item": 0.5, "dataset": CONTAMINATED_DATASET, "ngram": 8},
     }  # fmt: skip
-    templated = sorted({e["task"] for e in entries if e.get("task") in TEMPLATED_TASKS})
+    templated = sorted({e.task for e in entries if e.task in TEMPLATED_TASKS})
     if templated:
         evid["explanation"] = TEMPLATED_NOTE.format(task=", ".join(templated))
     return CheckResult("contamination", status, text, evid, examples, [table("overlap with training", cols, rows)])
