@@ -148,5 +148,5 @@ def run_audit(
     )
     result.files = write_reports(result, plots=plots)
     if ctx.run.path.resolve() == Path(run_dir).resolve():  # the model card gains the readiness summary
-        write_model_card(ctx.run.path, {"status": result.status, "checks": {c.name: c.status for c in result.checks}})
+        write_model_card(ctx.run.path, (result.status, {c.name: c.status for c in result.checks}))
     return result

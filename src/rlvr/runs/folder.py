@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from rlvr.config import dump_config
 from rlvr.runs.io import RunFileError, append_jsonl, read_json, write_json, write_jsonl
+from rlvr.runs.records import read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
 __all__ = [
@@ -84,7 +85,7 @@ def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False
     manifest = p / "manifest.json"
     if not resume and not overwrite and manifest.is_file():
         try:
-            finished = bool(read_json(manifest).get("finished"))
+            finished = read_manifest(manifest).finished
         except RunFileError:
             finished = False
         what = (
@@ -125,8 +126,8 @@ def relocated_model(run: str | Path, model: str) -> str | None:
     if Path(model).expanduser().exists():
         return None
     try:
-        paths = read_json(Path(run) / "manifest.json").get("paths", {}).get("model", {})
-    except (RunFileError, AttributeError):
+        paths = read_manifest(run).paths.get("model") or {}
+    except RunFileError:
         return None
     candidates = [Path(run) / paths["from_run"]] if "from_run" in paths else []
     candidates += [Path(paths["absolute"])] if "absolute" in paths else []
@@ -147,7 +148,7 @@ def check_resume(path: str | Path, config: BaseModel) -> None:
     from the config recorded in its manifest (`out` may differ: a moved folder)."""
     manifest = Path(path) / "manifest.json"
     try:
-        recorded = read_json(manifest).get("config")
+        recorded = read_manifest(manifest).config
     except RunFileError as e:
         raise RunFolderError(f"{manifest}: cannot read the run's manifest ({e})") from None
     if recorded is None:
@@ -249,38 +250,39 @@ class RunDir:
         return write_jsonl(self.path / name, rows)
 
 
-def write_model_card(run_dir: str | Path, readiness: dict[str, Any] | None = None) -> Path | None:
+def write_model_card(run_dir: str | Path, readiness: tuple[str, dict[str, str]] | None = None) -> Path | None:
     """`RUN/model/README.md`, so that a saved model explains itself: base model, data and hashes,
     rewards, objective, steps and sampling from the run's manifest, and the audit's readiness summary
-    (`{"status": ..., "checks": {name: status}}`) when one ran. None when the run has no model."""
+    (`(status, {check: status})`) when one ran. None when the run has no model."""
     run = Path(run_dir)
     if not (run / "model" / "config.json").is_file():
         return None
     try:
-        m = read_json(run / "manifest.json")
+        m = read_manifest(run)
     except RunFileError:
         return None  # not a run folder rlvr wrote
-    cfg = m.get("config", {})
+    cfg, extra = m.config or {}, m.model_extra or {}
     rewards = ", ".join(f"{r['name']} x{r.get('weight', 1.0):g}" for r in cfg.get("rewards", [])) or "?"
-    data = "; ".join(f"{k}: {v.get('task')} n={v.get('n')} hash {v.get('hash')}" for k, v in m.get("data", {}).items()
-                     if isinstance(v, dict))  # fmt: skip
+    data = "; ".join(f"{k}: {v.task} n={v.n} hash {v.hash}" for k, v in m.data.items())
     lines = [
-        f"# GRPO model trained by rlvr ({m.get('command', 'train')})",
+        f"# GRPO model trained by rlvr ({m.command or 'train'})",
         "",
-        f"- base model: `{m.get('model', {}).get('path', cfg.get('model'))}`",
+        f"- base model: `{(extra.get('model') or {}).get('path', cfg.get('model'))}`",
         f"- data: {data}",
         f"- rewards: {rewards}",
-        f"- objective: {cfg.get('objective')} {json.dumps(m.get('objective', {}), sort_keys=True)}",
+        f"- objective: {cfg.get('objective')} {json.dumps(extra.get('objective', {}), sort_keys=True)}",
         f"- steps: {cfg.get('steps')} x {cfg.get('prompts_per_step')} prompts x {cfg.get('group_size')} samples, "
         f"lr {cfg.get('lr')}, seed {cfg.get('seed')}, LoRA {'yes (merged)' if cfg.get('lora') else 'no'}",
-        f"- prompt format: {m.get('prompt_format')}; sampling: {json.dumps(cfg.get('sampling', {}), sort_keys=True)}",
-        f"- rlvr {m.get('versions', {}).get('rlvr')}, git {m.get('git_commit')}, created {m.get('created')}",
+        f"- prompt format: {extra.get('prompt_format')}; "
+        f"sampling: {json.dumps(cfg.get('sampling', {}), sort_keys=True)}",
+        f"- rlvr {m.versions.get('rlvr')}, git {m.git_commit}, created {m.created}",
         "",
         "Reproduce: `rlvr train --config config.yaml` (the run folder's resolved config).",
     ]
     if readiness is not None:
-        checks = ", ".join(f"{k}: {v}" for k, v in readiness.get("checks", {}).items())
-        lines += ["", f"## Readiness audit: {readiness.get('status')}", "", checks, "", "See `audit/report.html`."]
+        status, checks = readiness
+        summary = ", ".join(f"{k}: {v}" for k, v in checks.items())
+        lines += ["", f"## Readiness audit: {status}", "", summary, "", "See `audit/report.html`."]
     path = run / "model" / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path
