@@ -9,7 +9,7 @@ may add fields without breaking an older reader of the same schema version.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -34,6 +34,7 @@ __all__ = [
     "read_eval",
     "read_judge",
     "read_manifest",
+    "read_record",
     "read_samples",
     "read_study",
     "validation_line",
@@ -381,11 +382,7 @@ class StudyResult(_Record):
 
 def read_study(path: str | Path) -> StudyResult:
     """The `study.json` of a study folder (or the file itself), validated."""
-    file = _file(path, "study.json")
-    try:
-        return StudyResult.model_validate(read_json(file))
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(StudyResult, path, "study.json")
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -409,6 +406,19 @@ def _file(path: str | Path, name: str) -> Path:
     return p / name if p.is_dir() else p
 
 
+R = TypeVar("R", bound=BaseModel)
+
+
+def read_record(model: type[R], path: str | Path, name: str) -> R:
+    """The JSON file `name` of a folder (or `path` itself when it is a file), validated as `model`;
+    a bad file is a RunFileError naming the file and the field."""
+    file = _file(path, name)
+    try:
+        return model.model_validate(read_json(file))
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
+
+
 def read_eval(path: str | Path) -> EvalResult:
     """The `eval.json` of an evaluation folder (or the file itself), validated.
 
@@ -420,28 +430,15 @@ def read_eval(path: str | Path) -> EvalResult:
     file = _file(path, "eval.json")
     if not file.exists():
         raise RunFileError(f"{path}: no eval.json (not an evaluation folder)")
-    data = read_json(file)
-    try:
-        return EvalResult.model_validate(data)
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(EvalResult, file, "eval.json")
 
 
 def read_judge(eval_dir: str | Path) -> JudgeSummary | None:
     """The LLM judge's `judge.json` of an evaluation folder, or None when it was never judged."""
     file = Path(eval_dir) / "judge.json"
-    if not file.exists():
-        return None
-    try:
-        return JudgeSummary.model_validate(read_json(file))
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(JudgeSummary, file, "judge.json") if file.exists() else None
 
 
 def read_manifest(path: str | Path) -> Manifest:
     """The `manifest.json` of a run folder (or the file itself), validated."""
-    file = _file(path, "manifest.json")
-    try:
-        return Manifest.model_validate(read_json(file))
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(Manifest, path, "manifest.json")

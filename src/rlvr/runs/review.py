@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from rlvr.runs.io import RunFileError, read_json
-from rlvr.runs.records import _file, _Record, validation_line
+from rlvr.runs.records import _Record, read_record
 
 __all__ = [
     "Agreement",
@@ -142,8 +141,4 @@ class ReviewStats(_Record):
 
 def read_review_stats(path: str | Path) -> ReviewStats:
     """The `stats.json` of a review folder (or the file itself), validated."""
-    file = _file(path, "stats.json")
-    try:
-        return ReviewStats.model_validate(read_json(file))
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(ReviewStats, path, "stats.json")

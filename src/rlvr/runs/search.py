@@ -7,10 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from rlvr.runs.io import RunFileError, read_json
-from rlvr.runs.records import RewardAudit, _file, _Record, validation_line
+from rlvr.runs.records import RewardAudit, _Record, read_record
 
 __all__ = [
     "Calibration",
@@ -219,8 +216,4 @@ class SearchResults(_Record):
 
 def read_search_results(path: str | Path) -> SearchResults:
     """The `results.json` of a search folder (or the file itself), validated."""
-    file = _file(path, "results.json")
-    try:
-        return SearchResults.model_validate(read_json(file))
-    except ValidationError as e:
-        raise RunFileError(validation_line(file, e)) from None
+    return read_record(SearchResults, path, "results.json")
