@@ -75,6 +75,7 @@ def test_train_overrides_are_typed_as_train_config_and_written_as_given(tmp_path
         ({"lrr": 1}, "field 'train.lrr': unknown field"),
         ({"lr": -1}, "field 'train.lr': Input should be greater than 0"),
         ({"group_size": 1}, "field 'train.group_size': Input should be greater than or equal to 2"),
+        ({"max_new_tokens": 32}, "'max_new_tokens' is now 'sampling.max_new_tokens'"),
         ({"sampling": {"max_new_tokens": 8}, "objective_overrides": {"overlong_buffer": 9}}, "overlong_buffer"),
     ):
         with pytest.raises(ConfigError, match=message):

@@ -57,6 +57,11 @@ class Overrides(StrictModel):
     """Some fields of another command's config (`partial_model`): what a search or study sets under
     `train:` for every run it starts."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return moved_to_sampling(data)  # as the full command configs refuse them, with the new key
+
     def values(self) -> dict[str, Any]:
         """The fields given, as plain values (nested settings too: only what was given)."""
         return self.model_dump(mode="json", exclude_unset=True)
