@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from rlvr.audit.context import finite
 
-__all__ = ["ABOUT", "TITLES", "CheckResult", "Status", "fmt", "table", "worst"]
+__all__ = ["ABOUT", "TITLES", "CheckResult", "Status", "Table", "fmt", "table", "worst"]
 
 Status = Literal["pass", "warn", "fail"]
 
@@ -37,16 +37,25 @@ ABOUT = {
 }
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table of the report: its title, column names and rows of cells."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+
 @dataclass
 class CheckResult:
-    """One check's verdict. `tables` are `{title, columns, rows}` for the report."""
+    """One check's verdict, its evidence (written to audit.json as it is), examples and report tables."""
 
     name: str
     status: Status
     summary: str
     evidence: dict[str, Any]
     examples: list[dict[str, Any]] = field(default_factory=list)
-    tables: list[dict[str, Any]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -61,8 +70,8 @@ def worst(statuses: Sequence[str]) -> Status:
     return "fail" if "fail" in statuses else "warn" if "warn" in statuses else "pass"
 
 
-def table(title: str, columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
-    return {"title": title, "columns": columns, "rows": rows}
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    return Table(title, columns, rows)
 
 
 def fmt(x: Any, spec: str = ".3f") -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.drift import DriftReport, drift_alarms, reward_flags, structure_stats
-from rlvr.audit.result import CheckResult, Status, fmt, table, worst
+from rlvr.audit.result import CheckResult, Status, Table, fmt, table, worst
 from rlvr.runs import RewardAudit, RunFileError
 from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
 
@@ -20,7 +20,7 @@ HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.
 
 
 # ------------------------------------------------------------------ 6. training drift
-def _drift_tables(d: DriftReport, struct: dict[str, Any], flags: list[RewardAudit]) -> list[dict[str, Any]]:
+def _drift_tables(d: DriftReport, struct: dict[str, Any], flags: list[RewardAudit]) -> list[Table]:
     tables = []
     if d.alarms:
         tables.append(table("alarms", ["alarm", "level", "detail"], [[a.alarm, a.level, a.message] for a in d.alarms]))
