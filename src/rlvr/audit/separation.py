@@ -14,12 +14,13 @@ audited run's on the same split.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import EvalRun, TrainRun, ablation_kind, reward_kind
 
-__all__ = ["ablation_rows", "reward_shares"]
+__all__ = ["KindShare", "RewardShare", "RewardShares", "ablation_rows", "reward_shares"]
 
 
 def _metric_names(run: TrainRun) -> list[str]:
@@ -28,9 +29,40 @@ def _metric_names(run: TrainRun) -> list[str]:
     return names if len(set(names)) == len(names) else [f"{n}_{i}" for i, n in enumerate(names)]
 
 
-def reward_shares(run: TrainRun) -> dict[str, Any]:
+@dataclass
+class RewardShare:
+    """One configured reward over training: its weighted mass, share of the total and gain."""
+
+    reward: str  # the metrics name
+    kind: str  # correctness | format | other
+    weight: float
+    steps: int
+    mass: float  # sum over steps of |weight * mean reward|
+    early: float
+    late: float
+    gain: float
+    share: float = math.nan
+
+
+@dataclass
+class KindShare:
+    share: float
+    gain: float
+    rewards: list[str]
+    gain_share: float = math.nan
+
+
+@dataclass
+class RewardShares:
+    rewards: list[RewardShare]
+    kinds: dict[str, KindShare]  # correctness, format, other
+    total_mass: float
+    series: dict[str, dict[str, list[Any]]]  # per reward: steps and weighted values
+
+
+def reward_shares(run: TrainRun) -> RewardShares:
     """Per reward and per kind: weight, share of the total |weighted reward| over training, gain."""
-    rows: list[dict[str, Any]] = []
+    rows: list[RewardShare] = []
     series: dict[str, dict[str, list[Any]]] = {}
     for spec, key in zip(run.rewards, _metric_names(run), strict=True):
         steps, vals = run.series(f"reward/{key}/mean")
@@ -38,25 +70,21 @@ def reward_shares(run: TrainRun) -> dict[str, Any]:
         contrib = [w * v for v in vals]
         early, late, n = window_means(contrib)
         mass = sum(abs(c) for c in contrib if math.isfinite(c))
-        rows.append({"reward": key, "kind": reward_kind(spec.name), "weight": w, "steps": n, "mass": mass,
-                     "early": early, "late": late, "gain": late - early if n else math.nan})  # fmt: skip
+        rows.append(RewardShare(key, reward_kind(spec.name), w, n, mass, early, late, late - early if n else math.nan))
         series[key] = {"steps": steps, "values": [round(c, 5) if math.isfinite(c) else None for c in contrib]}
-    total = sum(r["mass"] for r in rows)
+    total = sum(r.mass for r in rows)
     for r in rows:
-        r["share"] = r["mass"] / total if total > 0 else math.nan
-    kinds: dict[str, dict[str, Any]] = {}
+        r.share = r.mass / total if total > 0 else math.nan
+    kinds: dict[str, KindShare] = {}
     for kind in ("correctness", "format", "other"):
-        part = [r for r in rows if r["kind"] == kind]
-        gains = [r["gain"] for r in part if math.isfinite(r["gain"])]
-        kinds[kind] = {
-            "share": sum(r["mass"] for r in part) / total if total > 0 else (math.nan if part else 0.0),
-            "gain": sum(gains) if gains else 0.0,
-            "rewards": [r["reward"] for r in part],
-        }
-    pos_gain = sum(max(0.0, k["gain"]) for k in kinds.values())
+        part = [r for r in rows if r.kind == kind]
+        gains = [r.gain for r in part if math.isfinite(r.gain)]
+        share = sum(r.mass for r in part) / total if total > 0 else (math.nan if part else 0.0)
+        kinds[kind] = KindShare(share, sum(gains) if gains else 0.0, [r.reward for r in part])
+    pos_gain = sum(max(0.0, k.gain) for k in kinds.values())
     for k in kinds.values():
-        k["gain_share"] = max(0.0, k["gain"]) / pos_gain if pos_gain > 0 else math.nan
-    return {"rewards": rows, "kinds": kinds, "total_mass": total, "series": series}
+        k.gain_share = max(0.0, k.gain) / pos_gain if pos_gain > 0 else math.nan
+    return RewardShares(rows, kinds, total, series)
 
 
 def _late(run: TrainRun, key: str) -> float | None:

@@ -14,7 +14,7 @@ from rlvr.audit.result import CheckResult, Status, worst
 from rlvr.audit.result import fmt as _fmt
 from rlvr.audit.result import table as _table
 from rlvr.audit.runs import EvalRun
-from rlvr.audit.separation import ablation_rows, reward_shares
+from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import audit_verifier
 
 __all__ = ["check_matched_compute", "check_reward_separation", "check_verifier"]
@@ -170,11 +170,11 @@ def check_verifier(ctx: AuditContext) -> CheckResult:
 
 
 # ------------------------------------------------------------------ 3. reward separation
-def _separation_status(shares: dict[str, Any], abl: list[dict[str, Any]]) -> tuple[Status, list[str]]:
-    kinds = shares["kinds"]
-    corr, fmt_gain = kinds["correctness"]["share"], kinds["format"]["gain_share"]
+def _separation_status(shares: RewardShares, abl: list[dict[str, Any]]) -> tuple[Status, list[str]]:
+    kinds = shares.kinds
+    corr, fmt_gain = kinds["correctness"].share, kinds["format"].gain_share
     notes: list[str] = []
-    if not kinds["correctness"]["rewards"]:
+    if not kinds["correctness"].rewards:
         return "fail", ["the training reward has no correctness term"]
     if not finite(corr):
         return "warn", ["no reward was earned, so no share can be measured"]
@@ -207,11 +207,11 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
     shares = reward_shares(ctx.run)
     abl = ablation_rows(ctx.run, ctx.ablations, ctx.evals)
     status, notes = _separation_status(shares, abl)
-    k = shares["kinds"]
-    if finite(k["correctness"]["share"]) or finite(k["format"]["share"]):
+    k = shares.kinds
+    if finite(k["correctness"].share) or finite(k["format"].share):
         text = (
-            f"{_fmt(k['correctness']['share'], '.0%')} of the training reward came from correctness, "
-            f"{_fmt(k['format']['share'], '.0%')} from format"
+            f"{_fmt(k['correctness'].share, '.0%')} of the training reward came from correctness, "
+            f"{_fmt(k['format'].share, '.0%')} from format"
         )
     else:
         text = "no reward was earned during training, so its sources cannot be separated"
@@ -222,10 +222,7 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
         if ctx.ablations
         else "; no correctness-only/format-only ablations"
     )
-    rows = [
-        [r["reward"], r["kind"], f"{r['weight']:g}", _fmt(r["share"], ".1%"), _fmt(r["gain"], "+.3f")]
-        for r in shares["rewards"]
-    ]
+    rows = [[r.reward, r.kind, f"{r.weight:g}", _fmt(r.share, ".1%"), _fmt(r.gain, "+.3f")] for r in shares.rewards]
     tables = [_table("rewards", ["reward", "kind", "weight", "share of reward", "gain (late - early)"], rows)]
     if len(abl) > 1:
         cols = list(abl[0])
@@ -236,7 +233,7 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
                 [[_fmt(r.get(c)) if c not in ("run", "kind", "rewards") else r.get(c) for c in cols] for r in abl],
             )
         )
-    ev = {"shares": shares, "ablations": abl, "thresholds": SEPARATION}
+    ev = {"shares": asdict(shares), "ablations": abl, "thresholds": SEPARATION}
     if not ctx.ablations:
         ev["hint"] = (
             "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
