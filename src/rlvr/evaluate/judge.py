@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import Field
 
 from rlvr.config import StrictModel
-from rlvr.runs import RunFileError, read_jsonl, write_json, write_jsonl
+from rlvr.runs import JudgeSummary, RunFileError, Sample, read_samples, write_json, write_jsonl
 
 __all__ = [
     "CATEGORIES",
@@ -142,14 +142,14 @@ def parse_judgement(text: str) -> Judgement:
     return Judgement(category, explanation, text)
 
 
-def build_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+def build_messages(row: Sample) -> list[dict[str, str]]:
     """Chat messages for one `samples.jsonl` row: question, reference solution, the student's work."""
     user = (
-        f"Problem:\n{row['question']}\n\n"
-        f"Reference solution:\n{row.get('gold_solution') or ''}\n"
-        f"Correct final answer: {row['gold']}\n\n"
-        f"Student solution:\n{row['completion']}\n\n"
-        f"Student's parsed final answer: {row.get('parsed')} (verifier: {row.get('reason', '')})"
+        f"Problem:\n{row.question}\n\n"
+        f"Reference solution:\n{row.gold_solution or ''}\n"
+        f"Correct final answer: {row.gold}\n\n"
+        f"Student solution:\n{row.completion}\n\n"
+        f"Student's parsed final answer: {row.parsed} (verifier: {row.reason or ''})"
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -256,21 +256,21 @@ class _TransientError(Exception):
     """Retries exhausted on a failure that might pass (connection, timeout, 429, 5xx)."""
 
 
-def _select(rows: list[dict[str, Any]], n: int | None, only_incorrect: bool, seed: int) -> list[dict[str, Any]]:
+def _select(rows: list[Sample], n: int | None, only_incorrect: bool, seed: int) -> list[Sample]:
     """A seeded random subset of n rows (all when n is None), kept in file order."""
-    pool = [r for r in rows if not (only_incorrect and r.get("correct"))]
+    pool = [r for r in rows if not (only_incorrect and r.correct)]
     if n is not None and n < len(pool):
         keep = np.sort(np.random.default_rng(seed).choice(len(pool), size=n, replace=False))
         pool = [pool[i] for i in keep]
     return pool
 
 
-def _read_samples(eval_dir: Path) -> list[dict[str, Any]]:
+def _read_samples(eval_dir: Path) -> list[Sample]:
     path = eval_dir / "samples.jsonl"
     if not path.is_file():
         raise JudgeError(f"{eval_dir}: no samples.jsonl (not an evaluation folder)")
     try:
-        return read_jsonl(path)
+        return read_samples(path)
     except RunFileError as e:
         raise JudgeError(str(e)) from None
 
@@ -303,7 +303,11 @@ def judge_samples(
             raise JudgeError(f"judge failed {consecutive} times in a row; last error: {verdict.error}")
         out_rows.append(
             {
-                **{k: row.get(k) for k in ("problem_id", "sample", "correct", "parsed", "gold")},
+                "problem_id": row.problem_id,
+                "sample": row.sample,
+                "correct": row.correct,
+                "parsed": row.parsed,
+                "gold": row.gold,
                 "category": verdict.category,
                 "explanation": verdict.explanation,
                 "raw": verdict.raw,
@@ -314,17 +318,17 @@ def judge_samples(
         )
     write_jsonl(eval_dir / "judge.jsonl", out_rows)
     counts = Counter(r["category"] for r in out_rows)
-    summary = {
-        "model": resolved.model,
-        "base_url": resolved.base_url,
-        "prompt_version": PROMPT_VERSION,
-        "only_incorrect": only_incorrect,
-        "n_judged": len(out_rows),
-        "categories": {c: counts.get(c, 0) for c in CATEGORIES},
-        "fractions": {c: counts.get(c, 0) / len(out_rows) if out_rows else 0.0 for c in CATEGORIES},
-        "n_parse_errors": sum(r["parse_error"] is not None for r in out_rows),
-        "n_errors": sum(r["error"] is not None for r in out_rows),
-        "n_cached": sum(r["cached"] for r in out_rows),
-        "n_requests": judge.n_requests,
-    }
-    return write_json(eval_dir / "judge.json", summary)
+    summary = JudgeSummary(
+        model=resolved.model,
+        base_url=resolved.base_url,
+        prompt_version=PROMPT_VERSION,
+        only_incorrect=only_incorrect,
+        n_judged=len(out_rows),
+        categories={c: counts.get(c, 0) for c in CATEGORIES},
+        fractions={c: counts.get(c, 0) / len(out_rows) if out_rows else 0.0 for c in CATEGORIES},
+        n_parse_errors=sum(r["parse_error"] is not None for r in out_rows),
+        n_errors=sum(r["error"] is not None for r in out_rows),
+        n_cached=sum(r["cached"] for r in out_rows),
+        n_requests=judge.n_requests,
+    )
+    return write_json(eval_dir / "judge.json", summary.model_dump(mode="json"))

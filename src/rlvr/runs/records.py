@@ -204,7 +204,9 @@ class Sample(_Record):
     sample: int | None = None  # evaluation: the sample's index for its problem
     question: str | None = None  # evaluation
     gold: str | None = None  # evaluation
+    gold_solution: str | None = None  # evaluation
     parsed: str | None = None  # evaluation
+    reason: str | None = None  # evaluation: the verifier's reason
 
 
 def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:
