@@ -215,8 +215,9 @@ def _fake_rounds(monkeypatch, signal: list[list[bool]]):
         groups = []
         for p, ok in zip(probs, flags, strict=True):
             total = torch.tensor([1.0, 0.0] * (g // 2)) if ok else torch.ones(g)
-            groups.append({"problem": p, "tokens": [[5, 2]] * g, "texts": ["x"] * g, "truncated": [False] * g,
-                           "entropy": [1.0] * g, "rewards": {"outcome": total.tolist()}, "total": total})  # fmt: skip
+            groups.append(rollout.Group(problem=p, tokens=[[5, 2]] * g, texts=["x"] * g, truncated=[False] * g,
+                                        entropy=[1.0] * g, rollout_logp=None, rewards={"outcome": total.tolist()},
+                                        total=total, components=total[None], weights=[1.0]))  # fmt: skip
         return groups, torch.tensor(flags), 0.0, type("S", (), {"seconds": 0.0, "errors": {"outcome": 0}})()
 
     monkeypatch.setattr(rollout, "_sample_round", fake_round)
@@ -251,7 +252,9 @@ def test_dynamic_sampling_refills_zero_std_groups(monkeypatch, dynamic, gen_batc
     ro = collect(
         None, tok, PromptFormatter(tok), lambda k: [next(problems) for _ in range(k)],
         RewardRunner([RewardSpec(name="outcome")]), cfg,
-        ocfg, functools.partial(obj.resolve_advantage("group"), eps=1e-4), torch.Generator(),
+        ocfg, functools.partial(obj.resolve_reward_normalization("sum_then_normalize"),
+                                advantage=obj.resolve_advantage("group"), eps=1e-4),
+        torch.Generator(),
     )  # fmt: skip
     assert got == asked
     assert len(ro.problems) == 4 and ro.stats["train/sampling_rounds"] == len(asked)

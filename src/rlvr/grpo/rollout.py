@@ -97,8 +97,24 @@ def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner
         names = {k for _, st in parts for k in st.errors}
         errors = {k: sum(st.errors.get(k, 0) for _, st in parts) for k in names}
         stats = _RoundStats(max(st.seconds for _, st in parts), errors)
-    total = torch.cat([gr["total"] for gr in groups])
+    total = torch.cat([gr.total for gr in groups])
     return groups, _group_ok(total, g), t_gen, stats
+
+
+@dataclass
+class Group:
+    """One prompt's G sampled completions, scored: what a sampling round keeps or sets aside."""
+
+    problem: Problem
+    tokens: list[list[int]]
+    texts: list[str]
+    truncated: list[bool]
+    entropy: list[Any]
+    rollout_logp: list[Any] | None  # the engine's log-probs of its tokens (vLLM), else None
+    rewards: dict[str, list[float | None]]  # each reward's values
+    total: torch.Tensor  # (G,) the combined reward
+    components: torch.Tensor  # (K, G) each reward's values (and the overlong shaping), for GDPO
+    weights: list[float]  # (K,)
 
 
 def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunner, cfg, ocfg):
@@ -126,18 +142,18 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     for j, prob in enumerate(probs):
         rows = range(j * g, (j + 1) * g)
         groups.append(
-            {
-                "problem": prob,
-                "tokens": [comp.tokens[i] for i in rows],
-                "texts": [comp.texts[i] for i in rows],
-                "truncated": [comp.truncated[i] for i in rows],
-                "entropy": [comp.entropy[i] for i in rows],
-                "rollout_logp": [rollout_logp[i] for i in rows] if rollout_logp is not None else None,
-                "rewards": {k: [v[i] for i in rows] for k, v in scored.values.items()},
-                "total": total[j * g : (j + 1) * g],
-                "components": components[:, j * g : (j + 1) * g],  # (K, G)
-                "weights": weights,
-            }
+            Group(
+                problem=prob,
+                tokens=[comp.tokens[i] for i in rows],
+                texts=[comp.texts[i] for i in rows],
+                truncated=[comp.truncated[i] for i in rows],
+                entropy=[comp.entropy[i] for i in rows],
+                rollout_logp=[rollout_logp[i] for i in rows] if rollout_logp is not None else None,
+                rewards={k: [v[i] for i in rows] for k, v in scored.values.items()},
+                total=total[j * g : (j + 1) * g],
+                components=components[:, j * g : (j + 1) * g],
+                weights=weights,
+            )
         )
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
 
@@ -158,10 +174,10 @@ def collect(
     """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig. With several
     ranks every rank returns the same, whole rollout. `advantage_fn(total, G, components=, weights=)`
     turns the rewards into advantages (a resolved `objective.REWARD_NORMALIZATIONS` entry, as the
-    trainer builds it); groups that carry no per-reward values are given `advantage_fn(total, G)`."""
+    trainer builds it), given each reward's values and weights too (GDPO normalises them apart)."""
     p_need, g = cfg.prompts_per_step, cfg.group_size
-    kept: list[dict[str, Any]] = []
-    spare: list[dict[str, Any]] = []
+    kept: list[Group] = []
+    spare: list[Group] = []
     t_gen = t_rew = 0.0
     sampled_groups = zero_groups = rounds = 0
     errors = dict.fromkeys(runner.names, 0)
@@ -191,25 +207,23 @@ def collect(
     return _assemble(kept[:p_need], tok, fmt, runner.names, advantage_fn, g, stats)
 
 
-def _assemble(kept: list[dict[str, Any]], tok, fmt: PromptFormatter, names: list[str], advantage_fn, g: int, stats):
+def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], advantage_fn, g: int, stats):
     """Flatten the kept groups into a Rollout and compute their advantages."""
-    total = torch.cat([k["total"] for k in kept])
-    if "components" in kept[0]:  # each reward's values: the normalisation may use them (GDPO)
-        comps = torch.cat([k["components"] for k in kept], dim=1)  # (K, P*G)
-        adv = advantage_fn(total, g, components=comps, weights=torch.tensor(kept[0]["weights"]))
-    else:
-        adv = advantage_fn(total, g)
-    problems = [k["problem"] for k in kept]
+    total = torch.cat([k.total for k in kept])
+    # each reward's values: the normalisation may use them (GDPO)
+    comps = torch.cat([k.components for k in kept], dim=1)  # (K, P*G)
+    adv = advantage_fn(total, g, components=comps, weights=torch.tensor(kept[0].weights))
+    problems = [k.problem for k in kept]
     encoded = encode_prompts(tok, [fmt.prompt(p) for p in problems])
     return Rollout(
         problems=problems,
         prompt_tokens=[encoded[j] for j in range(len(kept)) for _ in range(g)],
-        tokens=[t for k in kept for t in k["tokens"]],
-        texts=[t for k in kept for t in k["texts"]],
-        truncated=[t for k in kept for t in k["truncated"]],
-        entropy=[e for k in kept for e in k["entropy"]],
-        rollout_logp=[x for k in kept for x in k["rollout_logp"]] if kept[0].get("rollout_logp") is not None else None,
-        rewards={name: [v for k in kept for v in k["rewards"][name]] for name in names},
+        tokens=[t for k in kept for t in k.tokens],
+        texts=[t for k in kept for t in k.texts],
+        truncated=[t for k in kept for t in k.truncated],
+        entropy=[e for k in kept for e in k.entropy],
+        rollout_logp=[x for k in kept for x in k.rollout_logp or []] if kept[0].rollout_logp is not None else None,
+        rewards={name: [v for k in kept for v in k.rewards[name]] for name in names},
         total=total,
         advantages=adv.values,
         stats={**stats, "train/zero_std_groups_kept": float(adv.zero_std.sum())},
