@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,18 @@ __all__ = ["AuditResult", "build_context", "run_audit"]
 SCHEMA = "rlvr.audit/1"
 
 
+@dataclass(frozen=True)
+class EvalRead:
+    """An evaluation the audit read, as the report lists it."""
+
+    name: str
+    path: str
+    role: str  # trained, base, ablation or other
+    split: str
+    task: str
+    judge: str = ""  # the LLM judge's error categories, when it was judged
+
+
 @dataclass
 class AuditResult:
     """The seven verdicts, the overall status and where the report files went."""
@@ -43,7 +55,7 @@ class AuditResult:
     out_dir: Path
     checks: list[CheckResult]
     strict: bool = False
-    evals: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[EvalRead] = field(default_factory=list)
     ablations: list[str] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
@@ -72,7 +84,7 @@ class AuditResult:
             "status": self.status,
             "counts": self.counts,
             "strict": self.strict,
-            "evaluations": self.evals,
+            "evaluations": [asdict(e) for e in self.evals],
             "ablations": self.ablations,
             "checks": [c.to_dict() for c in self.checks],
         }
@@ -134,14 +146,7 @@ def run_audit(
         checks=run_checks(ctx),
         strict=strict,
         evals=[
-            {
-                "name": e.name,
-                "path": str(e.path),
-                "role": e.role,
-                "split": e.split,
-                "task": e.task,
-                "judge": j.brief() if (j := _judge(e.path)) else "",
-            }
+            EvalRead(e.name, str(e.path), e.role, e.split, e.task, j.brief() if (j := _judge(e.path)) else "")
             for e in ctx.evals
         ],
         ablations=[str(a.path) for a in ctx.ablations],
