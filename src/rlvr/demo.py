@@ -11,11 +11,11 @@ Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run fol
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rlvr.audit import run_audit
 from rlvr.config import load_config
@@ -24,6 +24,7 @@ from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
 from rlvr.runs import RunFolderError, check_out, read_eval, write_json
+from rlvr.runs.records import DemoAudit, DemoSplit, DemoSummary, DemoTest
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
 __all__ = ["DemoPlan", "PLANS", "run_demo"]
@@ -78,7 +79,7 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
     return path
 
 
-def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> dict[str, Any]:
+def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> DemoSummary:
     """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
     that holds an earlier demo is refused unless `overwrite`, which replaces it."""
     from rich.progress import (
@@ -124,21 +125,26 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         for name, model in (("base", base), ("grpo", grpo)):
             for split in ("test", "holdout"):
                 evals[f"{name}-{split}"] = _eval(out / "evals" / f"{name}-{split}", model, split, plan, progress)
-        summary: dict[str, Any] = {"plan": plan.__dict__, "splits": {}}
+        splits: dict[str, DemoSplit] = {}
         task = progress.add_task("4/5 compare", total=2)
         for split in ("test", "holdout"):
             a, b = evals[f"base-{split}"], evals[f"grpo-{split}"]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 cmp = compare_runs([a, b], seed=seed, out=out / "evals" / f"compare-{split}")
-            metrics = {name: read_eval(p).model_dump(mode="json")["metrics"] for name, p in (("base", a), ("grpo", b))}
-            summary["splits"][split] = {"tests": [t.__dict__ for t in cmp.tests], "metrics": metrics}
+            metrics = {name: read_eval(p).metrics for name, p in (("base", a), ("grpo", b))}
+            tests = [DemoTest.model_validate(dataclasses.asdict(t)) for t in cmp.tests]
+            splits[split] = DemoSplit(tests=tests, metrics=metrics)
             progress.advance(task)
         task = progress.add_task("5/5 audit", total=1)
         result = run_audit(grpo, list(evals.values()), out_dir=out)
         progress.advance(task)
-    summary["audit"] = {"status": result.status, "checks": {c.name: c.status for c in result.checks}}
-    summary["report"] = str(out / "report.html")
-    summary["runs"] = {"base": str(base), "grpo": str(grpo), **{k: str(v) for k, v in evals.items()}}
-    write_json(out / "summary.json", summary)
+    summary = DemoSummary(
+        plan=dataclasses.asdict(plan),
+        splits=splits,
+        audit=DemoAudit(status=result.status, checks={c.name: c.status for c in result.checks}),
+        report=str(out / "report.html"),
+        runs={"base": str(base), "grpo": str(grpo), **{k: str(v) for k, v in evals.items()}},
+    )
+    write_json(out / "summary.json", summary.model_dump(mode="json"))
     return summary

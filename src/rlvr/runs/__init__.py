@@ -35,6 +35,7 @@ from rlvr.runs.io import (
 )
 from rlvr.runs.records import (
     DataRef,
+    DemoSummary,
     EvalResult,
     JudgeSummary,
     Manifest,
@@ -58,6 +59,7 @@ from rlvr.runs.records import (
 
 __all__ = [
     "DataRef",
+    "DemoSummary",
     "EvalResult",
     "JudgeSummary",
     "Manifest",

@@ -17,6 +17,10 @@ from rlvr.runs.io import RunFileError, iter_jsonl, read_json
 
 __all__ = [
     "DataRef",
+    "DemoAudit",
+    "DemoSplit",
+    "DemoSummary",
+    "DemoTest",
     "EvalResult",
     "JudgeSummary",
     "Manifest",
@@ -266,6 +270,44 @@ class RewardAudit(_Record):
     corr_length: float | None = None
     flags: list[str] = []
     note: str | None = None
+
+
+class DemoTest(_Record):
+    """One paired test of the demo's GRPO model against its SFT base (`evaluate.compare.PairedTest`)."""
+
+    a: str
+    b: str
+    metric: str
+    n_problems: int
+    value_a: float
+    value_b: float
+    diff: float
+    ci: list[float]
+    test: str
+    pvalue: float
+    pvalue_adj: float | None = None
+
+
+class DemoSplit(_Record):
+    tests: list[DemoTest]
+    metrics: dict[str, dict[str, Metric]]  # base / grpo -> metric name -> metric
+
+
+class DemoAudit(_Record):
+    status: str
+    checks: dict[str, str]  # check -> pass / warn / fail
+
+
+class DemoSummary(_Record):
+    """`summary.json` of `rlvr demo`: the plan, per split the paired tests and both models' metrics,
+    the audit's verdicts, and where each run and the report are."""
+
+    schema_version: int = 1
+    plan: dict[str, int]
+    splits: dict[str, DemoSplit]
+    audit: DemoAudit
+    report: str
+    runs: dict[str, str]
 
 
 class Spread(_Record):
