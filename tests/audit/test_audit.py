@@ -136,6 +136,27 @@ def check(run: Path, evals: list[Path], name: str, ablations=(), **kw):
 
 
 # ------------------------------------------------------------------ run folders and roles
+def test_roles_follow_a_copied_or_moved_group_of_folders(tmp_path: Path) -> None:
+    """Evaluations name their model by absolute path; the manifests also record it relative to each
+    folder (`paths.model.from_run`), so a copied or moved demo folder still knows which is which."""
+    import shutil
+
+    from rlvr.runs.folder import _model_paths
+
+    run, evals = group(tmp_path / "a")
+    for folder in [run, *evals]:
+        cfg = yaml.safe_load((folder / "config.yaml").read_text())
+        manifest = json.loads((folder / "manifest.json").read_text())
+        _write(folder / "manifest.json", {**manifest, "paths": {"model": _model_paths(folder, cfg["model"])}})
+    want = {"base-test": "base", "grpo-test": "trained", "base-holdout": "base", "grpo-holdout": "trained"}
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    shutil.move(tmp_path / "a", tmp_path / "moved")
+    for where in ("copy", "moved"):
+        moved = [tmp_path / where / e.relative_to(tmp_path / "a") for e in evals]
+        ctx = build_context(tmp_path / where / "grpo", moved, second_verifier=False)
+        assert {e.name: e.role for e in ctx.evals} == want, where
+
+
 def test_model_key_and_roles(tmp_path: Path) -> None:
     assert model_key("/r/grpo/checkpoints/step-000010") == Path("/r/grpo")
     assert model_key("/r/base/model") == Path("/r/base")

@@ -227,8 +227,15 @@ def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Pat
     return p.parent if p.name == "model" else p
 
 
+def _beside(folder: Path, manifest: runs.Manifest) -> str | None:
+    """The model input as recorded relative to the folder (`paths.model.from_run`), when it is there:
+    a copied or moved group of run folders still names its own members."""
+    rel = (manifest.paths.get("model") or {}).get("from_run")
+    return str((folder / rel).resolve()) if isinstance(rel, str) and (folder / rel).exists() else None
+
+
 def _eval_keys(ev: EvalRun, anchors: list[Path]) -> list[Path]:
-    specs = [ev.config.get("model"), ev.result.model or None]
+    specs = [ev.config.get("model"), ev.result.model or None, _beside(ev.path, ev.manifest)]
     return [k for k in (model_key(s, anchors) for s in specs if isinstance(s, str)) if k is not None]
 
 
@@ -236,7 +243,7 @@ def assign_roles(run: TrainRun, evals: list[EvalRun], ablations: list[TrainRun])
     """Set each evaluation's `role` (trained, base, ablation, other) in place."""
     anchors = [run.path.resolve(), *run.path.resolve().parents]
     trained = model_key(run.path, anchors)
-    base = model_key(run.config.get("model"), anchors)
+    base = model_key(_beside(run.path, run.manifest) or run.config.get("model"), anchors)
     abl = {model_key(a.path, anchors): a.name for a in ablations}
     for ev in evals:
         ev.keys = _eval_keys(ev, anchors)
@@ -312,7 +319,7 @@ def discover_ablations(run: TrainRun) -> list[Path]:
     """Sibling GRPO runs from the same base whose rewards are all correctness or all format."""
     out = []
     anchors = [run.path.resolve(), *run.path.resolve().parents]
-    base = model_key(run.config.get("model"), anchors)
+    base = model_key(_beside(run.path, run.manifest) or run.config.get("model"), anchors)
     for child in sorted(p for p in run.path.resolve().parent.iterdir() if p.is_dir()):
         if child == run.path.resolve() or not (child / "config.yaml").is_file():
             continue
@@ -320,6 +327,7 @@ def discover_ablations(run: TrainRun) -> list[Path]:
             other = load_train_run(child)
         except AuditInputError:
             continue
-        if model_key(other.config.get("model"), anchors) == base and ablation_kind(other) is not None:
+        theirs = model_key(_beside(other.path, other.manifest) or other.config.get("model"), anchors)
+        if theirs == base and ablation_kind(other) is not None:
             out.append(child)
     return out
