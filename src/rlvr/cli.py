@@ -7,7 +7,7 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -16,9 +16,6 @@ from rlvr.config import ConfigError
 from rlvr.review.cli import review_app
 from rlvr.search.cli import search_app
 from rlvr.study.cli import study_command
-
-if TYPE_CHECKING:
-    from rlvr.runs import DemoSummary
 
 app = typer.Typer(
     add_completion=False,
@@ -111,36 +108,14 @@ def demo(
 ) -> None:
     """The whole loop on the embedded default: SFT base, GRPO, evaluation on test and holdout."""
 
-    from rlvr.demo import run_demo
+    from rlvr.demo import print_summary, run_demo
     from rlvr.runs import RunFolderError
 
     try:
         summary = run_demo(out, quick=quick, seed=seed, overwrite=overwrite)
     except RunFolderError as e:
         fail(str(e))
-    _print_demo(summary)
-
-
-def _print_demo(summary: DemoSummary) -> None:
-    from rich.table import Table
-
-    table = Table(title="GRPO vs its SFT base, paired over the same problems")
-    for col in ("split", "metric", "base", "GRPO", "change", "95% CI", "p (Holm)"):
-        table.add_column(col)
-    for split, s in summary.splits.items():
-        for t in s.tests:
-            ci = f"{t.ci[0]:+.3f} to {t.ci[1]:+.3f}"
-            name = "sampled pass@1" if t.metric == "pass@1" else t.metric
-            row = (f"{t.value_a:.3f}", f"{t.value_b:.3f}", f"{t.diff:+.3f}", ci, f"{t.pvalue_adj:.2g}")
-            table.add_row(split, name, *row)
-        base, grpo = s.metrics["base"], s.metrics["grpo"]
-        for name in sorted(k for k in base if k.startswith(("pass@", "maj@")) and k != "pass@1"):
-            a, b = base[name].value or 0.0, grpo[name].value or 0.0
-            table.add_row(split, name, f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}", "", "")
-    Console().print(table)
-    checks = ", ".join(f"{k}: {v}" for k, v in summary.audit.checks.items())
-    console.print(f"audit: {summary.audit.status} ({checks})", highlight=False)
-    console.print(f"report: {summary.report}")
+    print_summary(summary)
 
 
 @app.command()

@@ -27,7 +27,7 @@ from rlvr.runs import RunFolderError, check_out, read_eval, write_json
 from rlvr.runs.records import DemoAudit, DemoSplit, DemoSummary, DemoTest
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
-__all__ = ["DemoPlan", "PLANS", "run_demo"]
+__all__ = ["DemoPlan", "PLANS", "print_summary", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,22 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
     return path
 
 
+def _compare(evals: dict[str, Path], seed: int, out: Path, progress) -> dict[str, DemoSplit]:
+    """Stage 4: GRPO against its base on each split, paired over the same problems."""
+    splits: dict[str, DemoSplit] = {}
+    task = progress.add_task("4/5 compare", total=2)
+    for split in ("test", "holdout"):
+        a, b = evals[f"base-{split}"], evals[f"grpo-{split}"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cmp = compare_runs([a, b], seed=seed, out=out / "evals" / f"compare-{split}")
+        metrics = {name: read_eval(p).metrics for name, p in (("base", a), ("grpo", b))}
+        tests = [DemoTest.model_validate(dataclasses.asdict(t)) for t in cmp.tests]
+        splits[split] = DemoSplit(tests=tests, metrics=metrics)
+        progress.advance(task)
+    return splits
+
+
 def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> DemoSummary:
     """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
     that holds an earlier demo is refused unless `overwrite`, which replaces it."""
@@ -125,17 +141,7 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         for name, model in (("base", base), ("grpo", grpo)):
             for split in ("test", "holdout"):
                 evals[f"{name}-{split}"] = _eval(out / "evals" / f"{name}-{split}", model, split, plan, progress)
-        splits: dict[str, DemoSplit] = {}
-        task = progress.add_task("4/5 compare", total=2)
-        for split in ("test", "holdout"):
-            a, b = evals[f"base-{split}"], evals[f"grpo-{split}"]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cmp = compare_runs([a, b], seed=seed, out=out / "evals" / f"compare-{split}")
-            metrics = {name: read_eval(p).metrics for name, p in (("base", a), ("grpo", b))}
-            tests = [DemoTest.model_validate(dataclasses.asdict(t)) for t in cmp.tests]
-            splits[split] = DemoSplit(tests=tests, metrics=metrics)
-            progress.advance(task)
+        splits = _compare(evals, seed, out, progress)
         task = progress.add_task("5/5 audit", total=1)
         result = run_audit(grpo, list(evals.values()), out_dir=out)
         progress.advance(task)
@@ -148,3 +154,28 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
     )
     write_json(out / "summary.json", summary.model_dump(mode="json"))
     return summary
+
+
+def print_summary(summary: DemoSummary) -> None:
+    """The paired tests and the audit's verdicts, as `rlvr demo` prints them."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="GRPO vs its SFT base, paired over the same problems")
+    for col in ("split", "metric", "base", "GRPO", "change", "95% CI", "p (Holm)"):
+        table.add_column(col)
+    for split, s in summary.splits.items():
+        for t in s.tests:
+            ci = f"{t.ci[0]:+.3f} to {t.ci[1]:+.3f}"
+            name = "sampled pass@1" if t.metric == "pass@1" else t.metric
+            row = (f"{t.value_a:.3f}", f"{t.value_b:.3f}", f"{t.diff:+.3f}", ci, f"{t.pvalue_adj:.2g}")
+            table.add_row(split, name, *row)
+        base, grpo = s.metrics["base"], s.metrics["grpo"]
+        for name in sorted(k for k in base if k.startswith(("pass@", "maj@")) and k != "pass@1"):
+            a, b = base[name].value or 0.0, grpo[name].value or 0.0
+            table.add_row(split, name, f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}", "", "")
+    console = Console()
+    console.print(table)
+    checks = ", ".join(f"{k}: {v}" for k, v in summary.audit.checks.items())
+    console.print(f"audit: {summary.audit.status} ({checks})", highlight=False)
+    console.print(f"report: {summary.report}")
