@@ -22,6 +22,8 @@ from rlvr.audit.context import GreedyChange
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import model_key
 from rlvr.evaluate.compare import paired_tests
+from rlvr.runs import RunFileError, clean
+from rlvr.runs.audit import read_audit
 from rlvr.runs.review import Agreement, ClassifierStats, Headline, ReviewStats, ReviewSummary, Verifiers
 from rlvr.tasks import load_task, problems_hash
 
@@ -192,10 +194,10 @@ def test_matched_compute_pass_with_paired_change(tmp_path: Path) -> None:
     run, evals = group(tmp_path)
     r = check(run, evals, "matched_compute")
     assert r.status == "pass", r.summary
-    pair = r.evidence["pairs"][0]
-    assert pair["split"] == "test" and pair["multi_sample"] == ["pass@4", "maj@4"]
-    assert pair["token_ratio"] == pytest.approx(1.0)
-    assert pair["change"]["gain"] == pytest.approx(0.25)  # 1 of 4 -> 2 of 4 correct on every problem
+    pair = r.evidence.pairs[0]
+    assert pair.split == "test" and pair.multi_sample == ["pass@4", "maj@4"]
+    assert pair.token_ratio == pytest.approx(1.0)
+    assert pair.change.gain == pytest.approx(0.25)  # 1 of 4 -> 2 of 4 correct on every problem
     assert "pass@1 0.250 -> 0.500" in r.summary
 
 
@@ -223,7 +225,7 @@ def test_matched_compute_warns_on_unmatched_budget_and_fails_without_multi_sampl
     base = eval_run(tmp_path, "base-test", tmp_path / "base", tok=30)
     long = eval_run(tmp_path, "grpo-test", run, tok=60)
     r = check(run, [base, long], "matched_compute")
-    assert r.status == "warn" and r.evidence["pairs"][0]["token_ratio"] == pytest.approx(2.0)
+    assert r.status == "warn" and r.evidence.pairs[0].token_ratio == pytest.approx(2.0)
     only_p1 = eval_run(tmp_path, "grpo-test", run, metrics={"pass@1": _metric(0.5, 1, 30)})
     r = check(run, [base, only_p1], "matched_compute")
     assert r.status == "fail" and "no pass@k or maj@k" in r.summary
@@ -238,7 +240,7 @@ def test_matched_compute_warns_when_more_than_5_percent_were_truncated(tmp_path:
     (trained / "eval.json").write_text(json.dumps({**result, "truncated_frac": 0.02, "greedy_truncated_frac": 0.3}))
     r = check(run, [base, trained], "matched_compute")
     assert r.status == "warn" and "completions cut at max_new_tokens: trained 30%" in r.summary
-    assert r.evidence["pairs"][0]["truncated_frac"] == {"base": 0.0, "trained": 0.3}
+    assert r.evidence.pairs[0].truncated_frac == {"base": 0.0, "trained": 0.3}
 
 
 def test_matched_compute_fails_without_a_base_evaluation(tmp_path: Path) -> None:
@@ -259,17 +261,17 @@ def test_probes_cover_the_three_kinds() -> None:
 
 def test_verifier_audit_numbers() -> None:
     res = audit_verifier(["18", "1000", "2.5", "7/3", "-4", "0"], use_second=False)
-    assert (res["recall"], res["specificity"], res["rejection"]) == (1.0, 1.0, 1.0)
-    assert res["n_golds"] == 6 and res["failures"] == []
+    assert (res.recall, res.specificity, res.rejection) == (1.0, 1.0, 1.0)
+    assert res.n_golds == 6 and res.failures == []
     # a verifier that accepts any completion containing the gold string, on the 34 probes of "18":
     # it misses 36/2, \frac{72}{4} and "eighteen" (10/13), accepts 180, -18 and the gold as an
     # intermediate (3/6), and accepts every hedge or conflict that mentions 18 (8/15 rejected)
     naive = audit_verifier(["18"], verify=lambda c, g: g in c, use_second=False)
-    assert naive["counts"] == {"equivalent": 13, "wrong": 6, "adversarial": 15}
-    assert naive["recall"] == pytest.approx(10 / 13)
-    assert naive["specificity"] == pytest.approx(3 / 6)
-    assert naive["rejection"] == pytest.approx(8 / 15)
-    forms = {f["form"] for f in naive["failures"]}
+    assert naive.counts == {"equivalent": 13, "wrong": 6, "adversarial": 15}
+    assert naive.recall == pytest.approx(10 / 13)
+    assert naive.specificity == pytest.approx(3 / 6)
+    assert naive.rejection == pytest.approx(8 / 15)
+    forms = {f.form for f in naive.failures}
     assert {"fraction", "answer is 10g", "hedge #### g or w"} <= forms
 
 
@@ -282,18 +284,18 @@ def test_verifier_check_fails_a_naive_verifier(tmp_path: Path, monkeypatch) -> N
     real = checks.audit_verifier
     monkeypatch.setattr(checks, "audit_verifier", lambda golds, **kw: real(golds, verify=lambda c, g: g in c, **kw))
     r = check_verifier(ctx)
-    assert r.status == "fail" and r.examples and r.evidence["rejection"] < 0.85
+    assert r.status == "fail" and r.examples and r.evidence.rejection < 0.85
 
 
 def test_second_verifier_disagreement_is_reported() -> None:
     pytest.importorskip("math_verify")
     res = audit_verifier(["18", "4"], max_second=100)
-    sec = res["second"]
-    assert sec["name"] == "math_verify" and sec["n"] == len(probes_for("18")) + len(probes_for("4"))
-    assert 0 < sec["disagreement"] < 0.5
+    sec = res.second
+    assert sec.name == "math_verify" and sec.n == len(probes_for("18")) + len(probes_for("4"))
+    assert 0 < sec.disagreement < 0.5
     # on every probe where they disagree, the probe label says who is right
-    assert sec["rlvr_right"] + sec["second_right"] == round(sec["disagreement"] * sec["n"])
-    assert all(ex["right"] in ("rlvr", "math_verify") for ex in sec["examples"])
+    assert sec.rlvr_right + sec.second_right == round(sec.disagreement * sec.n)
+    assert all(ex.right in ("rlvr", "math_verify") for ex in sec.examples)
 
 
 # ------------------------------------------------------------------ 3. reward separation
@@ -302,7 +304,7 @@ def test_format_only_run_fails_reward_separation(tmp_path: Path) -> None:
     run, evals = group(tmp_path, rewards=[{"name": "format_gsm8k", "weight": 1.0}], metrics=metrics)
     r = check(run, evals, "reward_separation")
     assert r.status == "fail" and "no correctness term" in r.summary
-    assert r.evidence["shares"]["kinds"]["format"]["share"] == pytest.approx(1.0)
+    assert r.evidence.shares.kinds["format"].share == pytest.approx(1.0)
 
 
 def test_mixed_reward_shares(tmp_path: Path) -> None:
@@ -311,12 +313,12 @@ def test_mixed_reward_shares(tmp_path: Path) -> None:
     rewards = [{"name": "outcome", "weight": 1.0}, {"name": "format_gsm8k", "weight": 1.0}]
     run, evals = group(tmp_path, rewards=rewards, metrics=metrics)
     r = check(run, evals, "reward_separation")
-    assert r.evidence["shares"]["kinds"]["correctness"]["share"] == pytest.approx(0.25)
+    assert r.evidence.shares.kinds["correctness"].share == pytest.approx(0.25)
     assert r.status == "warn"
     # format's weight 0.1 makes its contribution 0.03 per step: share 0.1/0.13
     run2 = train_run(tmp_path, "grpo2", rewards=[rewards[0], {"name": "format_gsm8k", "weight": 0.1}], metrics=metrics)
     r = check(run2, [], "reward_separation")
-    assert r.evidence["shares"]["kinds"]["correctness"]["share"] == pytest.approx(0.1 / 0.13)
+    assert r.evidence.shares.kinds["correctness"].share == pytest.approx(0.1 / 0.13)
     assert r.status == "pass"
 
 
@@ -326,8 +328,8 @@ def test_format_only_ablation_matching_the_run_warns(tmp_path: Path) -> None:
     abl = train_run(tmp_path, "format-only", rewards=[{"name": "format_gsm8k", "weight": 1.0}], metrics=fmt_metrics)
     abl_eval = eval_run(tmp_path, "format-only-test", abl, acc=0.5)
     r = check(run, [*evals, abl_eval], "reward_separation")  # the sibling is found without --ablation
-    assert [a["run"] for a in r.evidence["ablations"]] == ["grpo", "format-only"]
-    assert r.evidence["ablations"][1]["kind"] == "format-only" and r.evidence["ablations"][1]["test_pass@1"] == 0.5
+    assert [a["run"] for a in r.evidence.ablations] == ["grpo", "format-only"]
+    assert r.evidence.ablations[1]["kind"] == "format-only" and r.evidence.ablations[1]["test_pass@1"] == 0.5
     assert r.status == "warn" and "format-only ablation" in r.summary
 
 
@@ -349,11 +351,11 @@ def test_arith_test_set_is_clean_by_construction(tmp_path: Path) -> None:
     run, evals = group(tmp_path)
     r = check(run, evals, "contamination")
     assert r.status == "pass", r.summary
-    test = next(s for s in r.evidence["sets"] if s["set"].startswith("test"))
-    assert test["exact_items"] == 0 and test["construction"]["ok"]
-    hold = next(s for s in r.evidence["sets"] if s["set"].startswith("holdout"))
-    assert hold["construction"]["ok"] and hold["template_share"] == 0.0
-    assert r.evidence["train_hash_verified"] and "templated" in r.evidence["explanation"]
+    test = next(s for s in r.evidence.sets if s.set.startswith("test"))
+    assert test.report.exact_items == 0 and test.construction.ok
+    hold = next(s for s in r.evidence.sets if s.set.startswith("holdout"))
+    assert hold.construction.ok and hold.report.template_share == 0.0
+    assert r.evidence.train_hash_verified and "templated" in r.evidence.explanation
 
 
 def test_copied_training_questions_fail_contamination(tmp_path: Path) -> None:
@@ -362,7 +364,7 @@ def test_copied_training_questions_fail_contamination(tmp_path: Path) -> None:
     leaky = eval_run(tmp_path, "grpo-test", run, questions=copied)
     r = check(run, [leaky], "contamination")
     assert r.status == "fail" and "20 of 20 items appear verbatim in training" in r.summary
-    assert r.examples[0]["exact_duplicate"] and r.examples[0]["train_question"] == r.examples[0]["question"]
+    assert r.examples[0].exact_duplicate and r.examples[0].train_question == r.examples[0].question
 
 
 def test_paraphrased_natural_language_items_fail_on_ngrams(tmp_path: Path) -> None:
@@ -373,9 +375,9 @@ def test_paraphrased_natural_language_items_fail_on_ngrams(tmp_path: Path) -> No
         (f"x{i}", p.question.rsplit(" ", 1)[0] + " exactly?") for i, p in enumerate(load_task("gsm8k", "train", n=10))
     ]
     r = check(run, [eval_run(tmp_path, "gsm-test", run, questions=near, task="gsm8k")], "contamination")
-    entry = r.evidence["sets"][0]
-    assert entry["exact_items"] == 0 and entry["ngram_items"] == 10
-    assert r.status == "fail" and not r.evidence["train_hash_verified"]  # the manifest hash is arith's
+    entry = r.evidence.sets[0]
+    assert entry.report.exact_items == 0 and entry.report.ngram_items == 10
+    assert r.status == "fail" and not r.evidence.train_hash_verified  # the manifest hash is arith's
 
 
 # ------------------------------------------------------------------ 5. private holdout
@@ -383,9 +385,9 @@ def test_holdout_pass_and_side_by_side(tmp_path: Path) -> None:
     run, evals = group(tmp_path)
     r = check(run, evals, "holdout")
     assert r.status == "pass", r.summary
-    assert r.evidence["guard"]["ok"] and r.evidence["leaked_ids"] == []
-    assert r.evidence["side_by_side"]["holdout"]["gain"] == pytest.approx(0.0)
-    assert r.evidence["side_by_side"]["test"]["gain"] == pytest.approx(0.25)
+    assert r.evidence.guard.ok and r.evidence.leaked_ids == []
+    assert r.evidence.side_by_side["holdout"].gain == pytest.approx(0.0)
+    assert r.evidence.side_by_side["test"].gain == pytest.approx(0.25)
 
 
 def test_holdout_hash_in_training_manifest_fails(tmp_path: Path) -> None:
@@ -400,7 +402,7 @@ def test_holdout_problem_in_training_samples_fails(tmp_path: Path) -> None:
     samples[3]["problem_id"] = "arith-easy-holdout-0-5"
     run, evals = group(tmp_path, samples=samples)
     r = check(run, evals, "holdout")
-    assert r.status == "fail" and "arith-easy-holdout-0-5" in r.evidence["leaked_ids"]
+    assert r.status == "fail" and "arith-easy-holdout-0-5" in r.evidence.leaked_ids
 
 
 def test_no_holdout_evaluation_warns(tmp_path: Path) -> None:
@@ -419,24 +421,24 @@ def test_steady_run_has_no_drift_alarm(tmp_path: Path) -> None:
     run, evals = group(tmp_path, metrics=_metrics(**dev))
     r = check(run, evals, "drift")
     assert r.status == "pass", r.summary
-    assert r.evidence["hacking"]["heldout"]["source"] == "eval/dev/pass@1"
+    assert r.evidence.hacking.heldout.source == "eval/dev/pass@1"
 
 
 def test_rising_reward_with_flat_dev_accuracy_is_a_hacking_alarm(tmp_path: Path) -> None:
     dev = {"eval/dev/pass@1": lambda s: 0.40 if s % 5 == 0 else None, "reward/total/mean": lambda s: 0.1 + 0.04 * s}
     run, evals = group(tmp_path, metrics=_metrics(**dev))
     r = check(run, evals, "drift")
-    alarm = next(a for a in r.evidence["alarms"] if a["alarm"] == "reward hacking")
-    assert alarm["level"] == "fail" and r.status == "fail"
-    assert r.evidence["hacking"]["reward_rise"] == pytest.approx(0.04 * 16)  # steps 1-4 vs 17-20
+    alarm = next(a for a in r.evidence.alarms if a.alarm == "reward hacking")
+    assert alarm.level == "fail" and r.status == "fail"
+    assert r.evidence.hacking.reward_rise == pytest.approx(0.04 * 16)  # steps 1-4 vs 17-20
 
 
 def test_hacking_alarm_falls_back_to_the_evaluations(tmp_path: Path) -> None:
     run = train_run(tmp_path, metrics=_metrics(**{"reward/total/mean": lambda s: 0.1 + 0.04 * s}))
     evals = [eval_run(tmp_path, "base-test", tmp_path / "base", acc=0.5), eval_run(tmp_path, "grpo-test", run, acc=0.5)]
     r = check(run, evals, "drift")
-    assert r.evidence["hacking"]["heldout"]["source"].startswith("pass@1 base-test -> grpo-test")
-    assert any(a["alarm"] == "reward hacking" for a in r.evidence["alarms"])
+    assert r.evidence.hacking.heldout.source.startswith("pass@1 base-test -> grpo-test")
+    assert any(a.alarm == "reward hacking" for a in r.evidence.alarms)
 
 
 def test_length_explosion_and_entropy_collapse_alarms(tmp_path: Path) -> None:
@@ -447,10 +449,10 @@ def test_length_explosion_and_entropy_collapse_alarms(tmp_path: Path) -> None:
     }
     run, evals = group(tmp_path, metrics=_metrics(**curves))
     r = check(run, evals, "drift")
-    levels = {a["alarm"]: a["level"] for a in r.evidence["alarms"]}
+    levels = {a.alarm: a.level for a in r.evidence.alarms}
     assert levels["length explosion"] == "fail" and levels["entropy collapse"] == "fail"
     assert levels["truncation"] == "fail"  # 0.34-0.40 late
-    assert r.evidence["length"]["mean"]["ratio"] == pytest.approx(141 / 45)
+    assert r.evidence.length["mean"].ratio == pytest.approx(141 / 45)
 
 
 def test_short_run_warns(tmp_path: Path) -> None:
@@ -465,13 +467,13 @@ def test_rewards_paying_regardless_of_correctness_are_flagged(tmp_path: Path) ->
 
     run, evals = group(tmp_path, samples=_samples(rewards=rewards))
     r = check(run, evals, "drift")
-    flags = {f["reward"]: f["flags"] for f in r.evidence["reward_flags"]}
+    flags = {f.reward: f.flags for f in r.evidence.reward_flags}
     assert flags["outcome"] == [] and flags["format_gsm8k"] == ["constant"]
     assert flags["length"][0].startswith("pays incorrect")
     assert r.status == "warn"
-    s = r.evidence["structure"]
-    assert (s["correct"]["steps"], s["incorrect"]["steps"]) == (1.0, 2.0)
-    assert (s["correct"]["lines"], s["incorrect"]["lines"]) == (2.0, 3.0)
+    s = r.evidence.structure
+    assert (s.correct.steps, s.incorrect.steps) == (1.0, 2.0)
+    assert (s.correct.lines, s.incorrect.lines) == (2.0, 3.0)
 
 
 # ------------------------------------------------------------------ 7. human judgment
@@ -526,6 +528,30 @@ def test_run_audit_writes_three_files_and_strict_exit(tmp_path: Path) -> None:
     html = (run / "audit" / "report.html").read_text()
     assert "<!DOCTYPE html>" in html and "calculation_error 2, other 1" in html
     assert run_audit(run, evals, out_dir=tmp_path / "o", second_verifier=False, plots=False).exit_code == 0
+
+
+def test_audit_json_reads_back_as_the_report_it_was_written_from(tmp_path: Path) -> None:
+    """audit.json is the `AuditReport` record: read back, every check's evidence has its own type, NaN
+    (written as null) is NaN again, and the record writes the same file again."""
+    run, evals = group(tmp_path, metrics=_metrics(steps=3))  # too short: drift trends are NaN or absent
+    res = run_audit(run, evals, second_verifier=False, plots=False)
+    raw = json.loads((run / "audit" / "audit.json").read_text())
+    back = read_audit(run / "audit")
+    assert clean(back.to_json()) == clean(res.report().to_json())
+    assert {c.name: type(c.evidence).__name__ for c in back.checks} == {
+        "matched_compute": "MatchedComputeEvidence", "verifier": "VerifierEvidence",
+        "reward_separation": "SeparationEvidence", "contamination": "ContaminationEvidence",
+        "holdout": "HoldoutEvidence", "drift": "DriftReport", "human": "HumanEvidence",
+    }  # fmt: skip
+    assert json.loads(json.dumps(clean({"schema_version": 1, **back.to_json()}))) == raw
+    sets = back.check("contamination").evidence.sets
+    assert sets[0].report is not None and "n_items" in raw["checks"][3]["evidence"]["sets"][0]  # kept flat on disk
+    (run / "audit" / "audit.json").write_text(json.dumps({**raw, "schema_version": 9}))
+    with pytest.raises(RunFileError, match="schema version 9 is newer"):
+        read_audit(run / "audit")
+    (run / "audit" / "audit.json").write_text(json.dumps({**raw, "status": "great"}))
+    with pytest.raises(RunFileError, match="field 'status'"):
+        read_audit(run / "audit")
 
 
 def test_audit_command_exit_codes(tmp_path: Path, capsys) -> None:

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.runs.audit import Construction, ContaminationReport, Example
+
 __all__ = [
     "Construction",
     "ContaminationReport",
@@ -131,43 +133,10 @@ def _item(index: TrainIndex, item_id: str, question: str) -> _Item:
                  masked(question) in index.templates)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Example:
-    """An evaluation item next to its identical or closest training question."""
-
-    id: str
-    question: str
-    overlap: float
-    exact_duplicate: bool
-    train_id: str | None
-    train_question: str | None
-
-
 def _example(index: TrainIndex, it: _Item) -> Example:
     j = it.exact if it.exact is not None else index.closest(it.grams)
     return Example(it.id, it.question, round(it.overlap, 3), it.exact is not None,
                    index.ids[j] if j is not None else None, index.questions[j] if j is not None else None)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ContaminationReport:
-    """One evaluation set against the training data: n-gram contaminated items (overlap above
-    `item_threshold`), exact duplicates, template matches, the raw n-gram overlap, every item's overlap
-    (for the histogram) and examples."""
-
-    n_items: int
-    n_train: int
-    ngram_n: int
-    item_threshold: float
-    raw_overlap: float
-    mean_item_overlap: float
-    ngram_items: int
-    ngram_share: float
-    exact_items: int
-    exact_share: float
-    template_share: float
-    overlaps: list[float]
-    examples: list[Example]
 
 
 def contamination_report(
@@ -201,17 +170,6 @@ def contamination_report(
         overlaps=[round(r.overlap, 4) for r in rows],
         examples=examples,
     )
-
-
-@dataclass(frozen=True)
-class Construction:
-    """Whether the task's own construction keeps evaluation problems out of training."""
-
-    rule: str
-    ok: bool
-    violations: list[str] = field(default_factory=list)
-    templates: list[str] | None = None  # holdout: its templates and training's
-    train_templates: list[str] | None = None
 
 
 def arith_construction(problems: Sequence[Any], split: str) -> Construction:

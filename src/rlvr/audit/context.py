@@ -12,6 +12,7 @@ import numpy as np
 
 from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
 from rlvr.evaluate.compare import paired_tests
+from rlvr.runs.audit import GreedyChange, PairedChange
 from rlvr.tasks import Problem, load_task, problems_hash
 
 __all__ = ["AuditContext", "GreedyChange", "LoadedProblems", "PairedChange", "paired_change"]
@@ -40,28 +41,6 @@ def _load(task: Any, split: str, n: Any, seed: Any, preset: Any, expected: str |
     except Exception as e:  # a missing data file, an unknown task: the check reports it
         return LoadedProblems([], expected, None, f"{type(e).__name__}: {e}")
     return LoadedProblems(probs, expected, problems_hash(probs))
-
-
-@dataclass(frozen=True)
-class GreedyChange:
-    base: float
-    trained: float
-    pvalue: float  # McNemar
-
-
-@dataclass(frozen=True)
-class PairedChange:
-    """Base -> trained on the problems both evaluated: sampled pass@1 with its paired bootstrap CI, and
-    greedy accuracy with McNemar's p when both evaluations decoded greedily."""
-
-    source: str
-    split: str
-    n_problems: int
-    base: float
-    trained: float
-    gain: float
-    ci: tuple[float, float]
-    greedy: GreedyChange | None = None
 
 
 def paired_change(base: EvalRun, trained: EvalRun, seed: int = 0) -> PairedChange | None:

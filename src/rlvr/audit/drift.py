@@ -30,14 +30,22 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
-from rlvr.audit.context import PairedChange
 from rlvr.audit.runs import TrainRun, reward_kind
 from rlvr.runs import RewardAudit, Sample
+from rlvr.runs.audit import (
+    Alarm,
+    DriftReport,
+    Hacking,
+    HeldOutTrend,
+    PairedChange,
+    Series,
+    StructureGroup,
+    StructureStats,
+    Trend,
+)
 from rlvr.verify import parse_steps
 
 __all__ = [
@@ -108,74 +116,6 @@ def _level(value: float, warn: float, fail: float, high: bool = True) -> str | N
     if (value >= warn) if high else (value <= warn):
         return "warn"
     return None
-
-
-@dataclass(frozen=True)
-class Alarm:
-    alarm: str
-    level: str  # warn | fail
-    message: str
-
-
-@dataclass(frozen=True)
-class Trend:
-    """Mean of the first and last 20% of logged steps, and late / early where a ratio is judged."""
-
-    early: float
-    late: float
-    ratio: float | None = None
-
-
-@dataclass(frozen=True)
-class HeldOutTrend:
-    """Held-out accuracy logged during training (dev evaluations): first and last window."""
-
-    source: str
-    points: int
-    early: float
-    late: float
-    gain: float
-
-
-@dataclass(frozen=True)
-class Hacking:
-    """Did the training reward rise while held-out accuracy did not?"""
-
-    reward_early: float
-    reward_late: float
-    reward_rise: float  # per unit of total reward weight
-    heldout: HeldOutTrend | PairedChange | None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class Series:
-    steps: list[int]
-    values: list[float]
-
-
-@dataclass
-class DriftReport:
-    """Trend evidence and alarms of a GRPO run; the trends are None when the run is too short."""
-
-    n_steps: int
-    min_steps: int
-    thresholds: dict[str, tuple[float, float]]
-    alarms: list[Alarm] = field(default_factory=list)
-    series: dict[str, Series] = field(default_factory=dict)
-    length: dict[str, Trend] = field(default_factory=dict)  # mean, correct, incorrect
-    truncated_frac: Trend | None = None
-    entropy: Trend | None = None
-    zero_std_frac: Trend | None = None
-    hacking: Hacking | None = None
-
-    def alarm(self, name: str, level: str | None, message: str) -> None:
-        if level is not None:
-            self.alarms.append(Alarm(name, level, message))
-
-    def evidence(self) -> dict[str, Any]:
-        """As audit.json keeps it (the trends a short run lacks are left out)."""
-        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
 
 
 def _length_alarms(run: TrainRun, out: DriftReport) -> None:
@@ -272,20 +212,21 @@ def _features(text: str) -> dict[str, float]:
     }
 
 
-def structure_stats(samples: list[Sample]) -> dict[str, Any]:
+def _structure(group: list[Sample]) -> StructureGroup:
+    feats = [_features(r.completion or "") for r in group]
+    stats = {k: float(np.mean([f[k] for f in feats])) if feats else None for k in ("lines", "arith_density", "steps")}
+    toks = [float(r.tokens) for r in group if r.tokens is not None]
+    return StructureGroup(n=len(group), **stats, tokens=float(np.mean(toks)) if toks else None)
+
+
+def structure_stats(samples: list[Sample]) -> StructureStats:
     """Mean structure of correct vs incorrect training completions (see the module docstring)."""
     rows = _even([r for r in samples if r.completion is not None], MAX_SAMPLE_ROWS)
-    out: dict[str, Any] = {"n_rows": len(rows)}
-    for label, want in (("correct", True), ("incorrect", False)):
-        group = [r for r in rows if bool(r.correct) is want]
-        feats = [_features(r.completion or "") for r in group]
-        stats = {
-            k: float(np.mean([f[k] for f in feats])) if feats else None for k in ("lines", "arith_density", "steps")
-        }
-        toks = [float(r.tokens) for r in group if r.tokens is not None]
-        stats["tokens"] = float(np.mean(toks)) if toks else None
-        out[label] = {"n": len(group), **stats}
-    return out
+    return StructureStats(
+        n_rows=len(rows),
+        correct=_structure([r for r in rows if bool(r.correct)]),
+        incorrect=_structure([r for r in rows if not bool(r.correct)]),
+    )
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> float:

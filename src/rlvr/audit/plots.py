@@ -7,7 +7,7 @@ import base64
 import io
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib
@@ -17,6 +17,15 @@ import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
 from rlvr.audit.result import CheckResult  # noqa: E402
+from rlvr.runs.audit import (  # noqa: E402
+    ContaminationEvidence,
+    DriftReport,
+    HoldoutEvidence,
+    MatchedComputeEvidence,
+    SeparationEvidence,
+    Series,
+    VerifierEvidence,
+)
 
 __all__ = ["figures"]
 
@@ -36,96 +45,97 @@ def _ok(x: Any) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
 
 
-def _compute(ev: dict[str, Any]) -> Figure | None:
-    pairs = ev.get("pairs") or []
+def _compute(ev: MatchedComputeEvidence) -> Figure | None:
+    pairs = ev.pairs
     if not pairs:
         return None
     fig, axes = plt.subplots(1, len(pairs[:3]), figsize=(4.2 * len(pairs[:3]), 3.2), squeeze=False)
     for ax, pair in zip(axes[0], pairs[:3], strict=False):
         for fam, style in (("pass", "-o"), ("maj", "--s")):
             rows = sorted(
-                (r for r in pair["metrics"] if (m := _MULTI.match(r[0])) and m.group(1) == fam), key=lambda r: r[2] or 0
+                (r for r in pair.metrics if (m := _MULTI.match(r[0])) and m.group(1) == fam), key=lambda r: r[2] or 0
             )
             for who, vi, ti, color in (("base", 1, 2, _BASE), ("trained", 3, 4, _TRAINED)):
                 pts = [(r[ti], r[vi]) for r in rows if _ok(r[ti]) and _ok(r[vi])]
                 if pts:
                     ax.plot(*zip(*pts, strict=True), style, color=color, label=f"{who} {fam}@k", ms=4)
-        for r in pair["metrics"]:
+        for r in pair.metrics:
             if r[0] == "greedy":
                 ax.plot([r[2]], [r[1]], "^", color=_BASE, label="base greedy")
                 ax.plot([r[4]], [r[3]], "^", color=_TRAINED, label="trained greedy")
         ax.set_xscale("log", base=2)
-        ax.set(title=pair["split"], xlabel="tokens per problem", ylabel="accuracy")
+        ax.set(title=pair.split, xlabel="tokens per problem", ylabel="accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return fig
 
 
-def _verifier(ev: dict[str, Any]) -> Figure | None:
-    names = [k for k in ("recall", "specificity", "rejection") if _ok(ev.get(k))]
+def _verifier(ev: VerifierEvidence) -> Figure | None:
+    rates = {"recall": ev.recall, "specificity": ev.specificity, "rejection": ev.rejection}
+    names = [k for k, v in rates.items() if _ok(v)]
     if not names:
         return None
     fig, ax = plt.subplots(figsize=(5, 2.2))
-    vals = [ev[k] for k in names]
+    vals = [float(rates[k] or 0.0) for k in names]
     ax.barh(names, vals, color=["#2ca02c" if v >= 0.95 else "#ff7f0e" for v in vals])
     for i, v in enumerate(vals):
         ax.text(min(v, 0.98), i, f"{v:.1%}", va="center", ha="right", color="white", fontsize=8)
     ax.set_xlim(0, 1)
-    ax.set_title(f"verifier on {ev.get('n_probes')} probes")
+    ax.set_title(f"verifier on {ev.n_probes} probes")
     return fig
 
 
-def _series_fig(panels: list[tuple[str, list[tuple[str, Any]]]]) -> Figure | None:
-    """One panel per `(title, [(label, {steps, values} or None)])`; empty panels are left out."""
-    panels = [(t, [(lbl, s) for lbl, s in lines if s and s.get("steps")]) for t, lines in panels]
-    panels = [p for p in panels if p[1]]
-    if not panels:
+def _series_fig(panels: Sequence[tuple[str, Sequence[tuple[str, Series | None]]]]) -> Figure | None:
+    """One panel per `(title, [(label, series or None)])`; empty panels are left out."""
+    drawn = [(t, [(lbl, s) for lbl, s in lines if s is not None and s.steps]) for t, lines in panels]
+    drawn = [p for p in drawn if p[1]]
+    if not drawn:
         return None
-    cols = min(2, len(panels))
-    rows = math.ceil(len(panels) / cols)
+    cols = min(2, len(drawn))
+    rows = math.ceil(len(drawn) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 2.8 * rows), squeeze=False)
-    for ax, (title, lines) in zip(axes.flat, panels, strict=False):
+    for ax, (title, lines) in zip(axes.flat, drawn, strict=False):
         for label, s in lines:
-            pts = [(x, y) for x, y in zip(s["steps"], s["values"], strict=True) if _ok(y)]
+            pts = [(x, y) for x, y in zip(s.steps, s.values, strict=True) if _ok(y)]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="." if len(pts) < 30 else None, label=label)
         ax.set(title=title, xlabel="step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels) :]:
+    for ax in list(axes.flat)[len(drawn) :]:
         ax.axis("off")
     return fig
 
 
-def _separation(ev: dict[str, Any]) -> Figure | None:
-    series = (ev.get("shares") or {}).get("series") or {}
+def _separation(ev: SeparationEvidence) -> Figure | None:
+    series = ev.shares.series if ev.shares else {}
     return _series_fig([("weighted reward per step", list(series.items()))])
 
 
-def _contamination(ev: dict[str, Any]) -> Figure | None:
-    sets = [s for s in ev.get("sets", []) if s.get("overlaps")]
+def _contamination(ev: ContaminationEvidence) -> Figure | None:
+    sets = [(s.set, s.report.overlaps) for s in ev.sets if s.report and s.report.overlaps]
     if not sets:
         return None
     fig, ax = plt.subplots(figsize=(6, 2.8))
-    for s in sets:
-        ax.hist(s["overlaps"], bins=[i / 20 for i in range(21)], histtype="step", linewidth=1.5, label=s["set"])
+    for name, overlaps in sets:
+        ax.hist(overlaps, bins=[i / 20 for i in range(21)], histtype="step", linewidth=1.5, label=name)
     ax.axvline(0.5, color="red", linestyle="--", linewidth=1, label="item threshold")
     ax.set(title="share of each item's 8-grams found in training", xlabel="overlap", ylabel="items")
     ax.legend(fontsize=7)
     return fig
 
 
-def _holdout(ev: dict[str, Any]) -> Figure | None:
-    sbs = ev.get("side_by_side") or {}
+def _holdout(ev: HoldoutEvidence) -> Figure | None:
+    sbs = ev.side_by_side
     if not sbs:
         return None
     splits = sorted(sbs, key=lambda s: s != "test")
     fig, ax = plt.subplots(figsize=(4.8, 2.8))
     x = range(len(splits))
-    ax.bar([i - 0.2 for i in x], [sbs[s]["base"] for s in splits], 0.4, color=_BASE, label="base")
-    ax.bar([i + 0.2 for i in x], [sbs[s]["trained"] for s in splits], 0.4, color=_TRAINED, label="trained")
+    ax.bar([i - 0.2 for i in x], [sbs[s].base for s in splits], 0.4, color=_BASE, label="base")
+    ax.bar([i + 0.2 for i in x], [sbs[s].trained for s in splits], 0.4, color=_TRAINED, label="trained")
     for i, s in enumerate(splits):
-        ax.text(i + 0.2, sbs[s]["trained"], f"{sbs[s]['gain']:+.3f}", ha="center", va="bottom", fontsize=8)
+        ax.text(i + 0.2, sbs[s].trained, f"{sbs[s].gain:+.3f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(list(x), splits)
     ax.set(title="sampled pass@1", ylabel="accuracy")
     ax.legend(fontsize=7)
@@ -142,18 +152,18 @@ _DRIFT_PANELS = (
 )  # fmt: skip
 
 
-def _drift(ev: dict[str, Any]) -> Figure | None:
-    s = ev.get("series") or {}
+def _drift(ev: DriftReport) -> Figure | None:
+    s = ev.series
     return _series_fig([(title, [(label, s.get(key)) for label, key in lines]) for title, lines in _DRIFT_PANELS])
 
 
-_DRAW: dict[str, Callable[[dict[str, Any]], Figure | None]] = {
-    "matched_compute": _compute,
-    "verifier": _verifier,
-    "reward_separation": _separation,
-    "contamination": _contamination,
-    "holdout": _holdout,
-    "drift": _drift,
+_DRAW: dict[type, Callable[[Any], Figure | None]] = {
+    MatchedComputeEvidence: _compute,
+    VerifierEvidence: _verifier,
+    SeparationEvidence: _separation,
+    ContaminationEvidence: _contamination,
+    HoldoutEvidence: _holdout,
+    DriftReport: _drift,
 }
 
 
@@ -161,7 +171,7 @@ def figures(checks: list[CheckResult]) -> dict[str, str]:
     """`{check name: base64 PNG}` for the checks that have something to draw."""
     out = {}
     for c in checks:
-        draw = _DRAW.get(c.name)
+        draw = _DRAW.get(type(c.evidence))
         try:
             fig = draw(c.evidence) if draw else None
         except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out, never fatal

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rlvr.audit.checks import run_checks
 from rlvr.audit.context import AuditContext
@@ -29,22 +28,9 @@ from rlvr.audit.runs import (
     load_train_run,
 )
 from rlvr.runs import JudgeSummary, RunFileError, read_judge, write_model_card
+from rlvr.runs.audit import AuditReport, EvalRead
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
-
-SCHEMA = "rlvr.audit/1"
-
-
-@dataclass(frozen=True)
-class EvalRead:
-    """An evaluation the audit read, as the report lists it."""
-
-    name: str
-    path: str
-    role: str  # trained, base, ablation or other
-    split: str
-    task: str
-    judge: str = ""  # the LLM judge's error categories, when it was judged
 
 
 @dataclass
@@ -76,18 +62,18 @@ class AuditResult:
     def check(self, name: str) -> CheckResult:
         return next(c for c in self.checks if c.name == name)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "created": self.created,
-            "run_dir": str(self.run_dir),
-            "status": self.status,
-            "counts": self.counts,
-            "strict": self.strict,
-            "evaluations": [asdict(e) for e in self.evals],
-            "ablations": self.ablations,
-            "checks": [c.to_dict() for c in self.checks],
-        }
+    def report(self) -> AuditReport:
+        """The audit.json record of this result."""
+        return AuditReport(
+            created=self.created,
+            run_dir=str(self.run_dir),
+            status=self.status,
+            counts=self.counts,
+            strict=self.strict,
+            evaluations=self.evals,
+            ablations=self.ablations,
+            checks=[c.record() for c in self.checks],
+        )
 
 
 def _judge(eval_dir: Path) -> JudgeSummary | None:

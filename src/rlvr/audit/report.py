@@ -1,16 +1,20 @@
 """Write the audit's three files: `report.html` (self-contained: inline CSS, plots as base64 PNG,
 no script), `report.md` (the same verdicts and tables as text) and `audit.json` (every check's
-status, summary, evidence and examples; NaN written as null)."""
+status, summary, evidence and examples; NaN written as null). All three draw from one
+`rlvr.runs.audit.AuditReport` record."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jinja2
+from pydantic import BaseModel
 
 from rlvr.audit.plots import figures
-from rlvr.runs import clean, write_json
+from rlvr.runs import write_json
+from rlvr.runs.audit import AuditReport, ContaminationEvidence
 
 if TYPE_CHECKING:
     from rlvr.audit.readiness import AuditResult
@@ -21,33 +25,43 @@ _TEMPLATES = Path(__file__).parent / "templates"
 _ICON = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 
-def _view(result: AuditResult) -> dict[str, Any]:
-    data = clean(result.to_dict())
-    for c, raw in zip(data["checks"], result.checks, strict=True):
-        c["explain"] = raw.evidence.get("explanation", "")
-    data["run_name"] = Path(result.run_dir).name
-    return data
+def _na(x: object) -> object:
+    """A cell as the report shows it: None and NaN (nothing measured) are "n/a"."""
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def _explain(report: AuditReport) -> dict[str, str]:
+    """Per check, the note the report prints under its summary (contamination: why a templated task
+    is judged on whole items)."""
+    return {c.name: (c.evidence.explanation or "") if isinstance(c.evidence, ContaminationEvidence) else ""
+            for c in report.checks}  # fmt: skip
 
 
 def render_html(result: AuditResult, plots: dict[str, str] | None = None) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    return env.get_template("report.html.j2").render(**_view(result), plots=plots or {})
+    env.filters["na"] = _na
+    r = result.report()
+    return env.get_template("report.html.j2").render(
+        run_name=Path(r.run_dir).name, run_dir=r.run_dir, created=r.created, schema=r.schema_, status=r.status,
+        counts=r.counts, strict=r.strict, evaluations=r.evaluations, ablations=r.ablations, checks=r.checks,
+        explain=_explain(r), plots=plots or {},
+    )  # fmt: skip
 
 
-def _md_cell(x: Any) -> str:
-    return "n/a" if x is None else str(x).replace("|", "\\|").replace("\n", " ")
+def _md_cell(x: object) -> str:
+    return str(_na(x)).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+def _md_table(columns: list[str], rows: list[list[object]]) -> list[str]:
     out = ["| " + " | ".join(_md_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
 
 
-def _md_example(ex: dict[str, Any]) -> list[str]:
+def _md_example(ex: BaseModel) -> list[str]:
     lines = []
-    for k, v in ex.items():
+    for k, v in ex.model_dump().items():
         if isinstance(v, str) and ("\n" in v or len(v) > 60):
             lines += [f"- {k}:", "", "  ```", *(f"  {x}" for x in v.splitlines() or [""]), "  ```"]
         else:
@@ -56,34 +70,33 @@ def _md_example(ex: dict[str, Any]) -> list[str]:
 
 
 def render_markdown(result: AuditResult) -> str:
-    d = _view(result)
+    r = result.report()
+    explain = _explain(r)
     lines = [
-        f"# Readiness audit: {d['run_name']}",
+        f"# Readiness audit: {Path(r.run_dir).name}",
         "",
-        f"**{_ICON[d['status']]}**: {d['counts']['pass']} pass, {d['counts']['warn']} warn, {d['counts']['fail']} fail"
-        f" ({d['run_dir']}, {d['created']}). Plots: report.html.",
+        f"**{_ICON[r.status]}**: {r.counts['pass']} pass, {r.counts['warn']} warn, {r.counts['fail']} fail"
+        f" ({r.run_dir}, {r.created}). Plots: report.html.",
         "",
         *_md_table(
             ["#", "check", "status", "evidence"],
-            [[i + 1, c["title"], _ICON[c["status"]], c["summary"]] for i, c in enumerate(d["checks"])],
+            [[i + 1, c.title, _ICON[c.status], c.summary] for i, c in enumerate(r.checks)],
         ),
         "",
     ]
-    if d["evaluations"]:
-        rows = [
-            [e["name"], e["role"], e["task"], e["split"], e["path"], e.get("judge") or "-"] for e in d["evaluations"]
-        ]
+    if r.evaluations:
+        rows: list[list[object]] = [[e.name, e.role, e.task, e.split, e.path, e.judge or "-"] for e in r.evaluations]
         cols = ["evaluation", "model", "task", "split", "folder", "error categories (LLM judge)"]
         lines += ["Evaluations read:", "", *_md_table(cols, rows), ""]
-    for i, c in enumerate(d["checks"], 1):
-        lines += [f"## {i}. {c['title']}: {_ICON[c['status']]}", "", f"_{c['about']}_", "", c["summary"], ""]
-        if c["explain"]:
-            lines += [c["explain"], ""]
-        for t in c["tables"]:
-            lines += [f"**{t['title']}**", "", *_md_table(t["columns"], t["rows"]), ""]
-        if c["examples"]:
+    for i, c in enumerate(r.checks, 1):
+        lines += [f"## {i}. {c.title}: {_ICON[c.status]}", "", f"_{c.about}_", "", c.summary, ""]
+        if explain[c.name]:
+            lines += [explain[c.name], ""]
+        for t in c.tables:
+            lines += [f"**{t.title}**", "", *_md_table(t.columns, t.rows), ""]
+        if c.examples:
             lines += ["**Examples**", ""]
-            for ex in c["examples"]:
+            for ex in c.examples:
                 lines += [*_md_example(ex), ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -92,7 +105,7 @@ def write_reports(result: AuditResult, plots: bool = True) -> dict[str, Path]:
     """Write report.html, report.md and audit.json into `result.out_dir`; returns their paths."""
     out = Path(result.out_dir)
     files = {"html": out / "report.html", "md": out / "report.md", "json": out / "audit.json"}
-    write_json(files["json"], result.to_dict())
+    write_json(files["json"], result.report().to_json())
     files["md"].write_text(render_markdown(result), encoding="utf-8")
     files["html"].write_text(render_html(result, figures(result.checks) if plots else {}), encoding="utf-8")
     return files

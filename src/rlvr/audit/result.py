@@ -1,16 +1,39 @@
-"""A check's verdict (`CheckResult`), the check titles, and small formatting helpers."""
+"""A check's verdict (`CheckResult`, with the check's typed evidence from `rlvr.runs.audit`), the
+check titles, and small formatting helpers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter
 
 from rlvr.audit.context import finite
+from rlvr.runs.audit import (
+    AnyCheck,
+    CheckRecord,
+    ContaminationEvidence,
+    DriftReport,
+    HoldoutEvidence,
+    HumanEvidence,
+    MatchedComputeEvidence,
+    ProbeFailure,
+    SecondExample,
+    SeparationEvidence,
+    SetExample,
+    Status,
+    Table,
+    VerifierEvidence,
+)
 
-__all__ = ["ABOUT", "TITLES", "CheckResult", "Status", "Table", "fmt", "table", "worst"]
+__all__ = ["ABOUT", "TITLES", "CheckResult", "Evidence", "Status", "Table", "fmt", "table", "worst"]
 
-Status = Literal["pass", "warn", "fail"]
+Evidence = (
+    MatchedComputeEvidence | VerifierEvidence | SeparationEvidence | ContaminationEvidence | HoldoutEvidence
+    | DriftReport | HumanEvidence
+)  # fmt: skip
+_RECORD: TypeAdapter[CheckRecord] = TypeAdapter(AnyCheck)
 
 TITLES = {
     "matched_compute": "Matched compute",
@@ -37,32 +60,28 @@ ABOUT = {
 }
 
 
-@dataclass(frozen=True)
-class Table:
-    """A table of the report: its title, column names and rows of cells."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-
-
 @dataclass
 class CheckResult:
-    """One check's verdict, its evidence (written to audit.json as it is), examples and report tables."""
+    """One check's verdict, its typed evidence (written to audit.json as it is), examples and report tables."""
 
     name: str
     status: Status
     summary: str
-    evidence: dict[str, Any]
-    examples: list[dict[str, Any]] = field(default_factory=list)
+    evidence: Evidence
+    examples: Sequence[ProbeFailure | SecondExample | SetExample] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
 
     @property
     def title(self) -> str:
         return TITLES.get(self.name, self.name)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "about": ABOUT.get(self.name, ""), **asdict(self)}
+    def record(self) -> CheckRecord:
+        """As audit.json keeps it: the check's record, with its title and what it checks."""
+        return _RECORD.validate_python(
+            {"title": self.title, "about": ABOUT.get(self.name, ""), "name": self.name, "status": self.status,
+             "summary": self.summary, "evidence": self.evidence, "examples": list(self.examples),
+             "tables": self.tables}
+        )  # fmt: skip
 
 
 def worst(statuses: Sequence[str]) -> Status:

@@ -14,11 +14,10 @@ audited run's on the same split.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 from rlvr.audit.drift import window_means
 from rlvr.audit.runs import EvalRun, TrainRun, ablation_kind, reward_kind
+from rlvr.runs.audit import KindShare, RewardShare, RewardShares, Series
 
 __all__ = ["KindShare", "RewardShare", "RewardShares", "ablation_rows", "reward_shares"]
 
@@ -29,41 +28,10 @@ def _metric_names(run: TrainRun) -> list[str]:
     return names if len(set(names)) == len(names) else [f"{n}_{i}" for i, n in enumerate(names)]
 
 
-@dataclass
-class RewardShare:
-    """One configured reward over training: its weighted mass, share of the total and gain."""
-
-    reward: str  # the metrics name
-    kind: str  # correctness | format | other
-    weight: float
-    steps: int
-    mass: float  # sum over steps of |weight * mean reward|
-    early: float
-    late: float
-    gain: float
-    share: float = math.nan
-
-
-@dataclass
-class KindShare:
-    share: float
-    gain: float
-    rewards: list[str]
-    gain_share: float = math.nan
-
-
-@dataclass
-class RewardShares:
-    rewards: list[RewardShare]
-    kinds: dict[str, KindShare]  # correctness, format, other
-    total_mass: float
-    series: dict[str, dict[str, list[Any]]]  # per reward: steps and weighted values
-
-
 def reward_shares(run: TrainRun) -> RewardShares:
     """Per reward and per kind: weight, share of the total |weighted reward| over training, gain."""
     rows: list[RewardShare] = []
-    series: dict[str, dict[str, list[Any]]] = {}
+    series: dict[str, Series] = {}
     for spec, key in zip(run.rewards, _metric_names(run), strict=True):
         steps, vals = run.series(f"reward/{key}/mean")
         w = spec.weight if math.isfinite(spec.weight) else 0.0
@@ -71,7 +39,7 @@ def reward_shares(run: TrainRun) -> RewardShares:
         early, late, n = window_means(contrib)
         mass = sum(abs(c) for c in contrib if math.isfinite(c))
         rows.append(RewardShare(key, reward_kind(spec.name), w, n, mass, early, late, late - early if n else math.nan))
-        series[key] = {"steps": steps, "values": [round(c, 5) if math.isfinite(c) else None for c in contrib]}
+        series[key] = Series(steps, [round(c, 5) if math.isfinite(c) else math.nan for c in contrib])
     total = sum(r.mass for r in rows)
     for r in rows:
         r.share = r.mass / total if total > 0 else math.nan
@@ -100,12 +68,14 @@ def _eval_value(evals: list[EvalRun], split: str, metric: str = "pass@1") -> flo
     return None
 
 
-def ablation_rows(run: TrainRun, ablations: list[TrainRun], evals: list[EvalRun]) -> list[dict[str, Any]]:
+def ablation_rows(
+    run: TrainRun, ablations: list[TrainRun], evals: list[EvalRun]
+) -> list[dict[str, str | float | None]]:
     """The audited run and each ablation side by side: rewards, late training accuracy, late dev
     pass@1, and evaluated pass@1 per split."""
     trained = [e for e in evals if e.role == "trained"]
     splits = sorted({e.split for e in evals if e.role in ("trained", "ablation")}, key=lambda s: (s != "test", s))
-    out = []
+    out: list[dict[str, str | float | None]] = []
     for r, kind, evs in [(run, "audited run", trained)] + [
         (a, ablation_kind(a) or "ablation", [e for e in evals if e.role == "ablation" and e.ablation == a.name])
         for a in ablations

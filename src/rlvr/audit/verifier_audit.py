@@ -24,8 +24,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
+from rlvr.runs.audit import Disagreement, FormCount, ProbeFailure, SecondExample, SecondVerifier, VerifierEvidence
 from rlvr.verify import format_number, parse_number, verify_answer
 
 __all__ = ["Probe", "audit_verifier", "make_probes", "number_words", "probes_for", "second_verifier"]
@@ -195,7 +196,7 @@ def _one_per_form(items: list[int], labels: list[str], n: int) -> list[int]:
 
 def _second(
     probes: list[Probe], ours: list[bool], second: tuple[str, Callable[[str, str], bool]], limit: int, n_ex: int
-) -> dict[str, Any]:
+) -> SecondVerifier:
     """Disagreement of a second verifier with ours on an even spread of at most `limit` probes."""
     name, accept = second
     idx = list(range(len(probes)))
@@ -205,36 +206,37 @@ def _second(
     differ = [i for i in idx if theirs[i] != ours[i]]
     labels = [f"{probes[i].kind}/{probes[i].form}" for i in differ]
     examples = [
-        {
-            "form": f"{probes[i].kind}/{probes[i].form}",
-            "completion": probes[i].completion,
-            "gold": probes[i].gold,
-            "rlvr": ours[i],
-            name: theirs[i],
-            "right": "rlvr" if ours[i] == probes[i].should_accept else name,
-        }
+        SecondExample.model_validate(
+            {
+                "form": f"{probes[i].kind}/{probes[i].form}",
+                "completion": probes[i].completion,
+                "gold": probes[i].gold,
+                "rlvr": ours[i],
+                name: theirs[i],
+                "right": "rlvr" if ours[i] == probes[i].should_accept else name,
+            }
+        )  # fmt: skip
         for i in _one_per_form(differ, labels, n_ex)
     ]
     ok2 = [theirs[i] == probes[i].should_accept for i in idx]
-    return {
-        "name": name,
-        "n": len(idx),
-        "disagreement": len(differ) / len(idx) if idx else None,
-        "rlvr_right": sum(ours[i] == probes[i].should_accept for i in differ),
-        "second_right": sum(theirs[i] == probes[i].should_accept for i in differ),
-        "second_accuracy": _rate(ok2),
-        "by_form": [
-            {
-                "form": f,
-                "n": n,
-                "rlvr_right": sum(
-                    ours[i] == probes[i].should_accept for i, lb in zip(differ, labels, strict=True) if lb == f
-                ),
-            }
-            for f, n in Counter(labels).most_common()
-        ],
-        "examples": examples,
-    }
+    by_form = [
+        Disagreement(
+            form=f,
+            n=n,
+            rlvr_right=sum(ours[i] == probes[i].should_accept for i, lb in zip(differ, labels, strict=True) if lb == f),
+        )
+        for f, n in Counter(labels).most_common()
+    ]
+    return SecondVerifier(
+        name=name,
+        n=len(idx),
+        disagreement=len(differ) / len(idx) if idx else None,
+        rlvr_right=sum(ours[i] == probes[i].should_accept for i in differ),
+        second_right=sum(theirs[i] == probes[i].should_accept for i in differ),
+        second_accuracy=_rate(ok2),
+        by_form=by_form,
+        examples=examples,
+    )
 
 
 def audit_verifier(
@@ -245,7 +247,7 @@ def audit_verifier(
     max_golds: int = 200,
     max_second: int = 400,
     max_examples: int = 8,
-) -> dict[str, Any]:
+) -> VerifierEvidence:
     """Recall, specificity and adversarial rejection of the verifier on probes of `golds`.
 
     `verify(completion, gold) -> accepted` defaults to `rlvr.verify.verify_answer(...).correct`.
@@ -261,22 +263,23 @@ def audit_verifier(
     }
     forms: Counter[tuple[str, str]] = Counter()
     misses: Counter[tuple[str, str]] = Counter()
-    failures: list[dict[str, Any]] = []
+    failures: list[ProbeFailure] = []
     for p, o, good in zip(probes, ours, ok, strict=True):
         forms[(p.kind, p.form)] += 1
         if not good:
             misses[(p.kind, p.form)] += 1
-            if sum(1 for f in failures if f["form"] == p.form) < 2 and len(failures) < max_examples:
-                failures.append({**asdict(p), "accepted": o, "reason": verify_answer(p.completion, p.gold).reason})
+            if sum(1 for f in failures if f.form == p.form) < 2 and len(failures) < max_examples:
+                reason = verify_answer(p.completion, p.gold).reason
+                failures.append(ProbeFailure(**asdict(p), accepted=o, reason=reason))
     second = second_verifier() if use_second else None
-    return {
-        "n_golds": len({p.gold for p in probes}),
-        "n_probes": len(probes),
-        "recall": _rate(by_kind["equivalent"]),
-        "specificity": _rate(by_kind["wrong"]),
-        "rejection": _rate(by_kind["adversarial"]),
-        "counts": {k: len(v) for k, v in by_kind.items()},
-        "by_form": [{"kind": k, "form": f, "n": n, "failed": misses[(k, f)]} for (k, f), n in sorted(forms.items())],
-        "failures": failures,
-        "second": _second(probes, ours, second, max_second, max_examples) if second else None,
-    }
+    return VerifierEvidence(
+        n_golds=len({p.gold for p in probes}),
+        n_probes=len(probes),
+        recall=_rate(by_kind["equivalent"]),
+        specificity=_rate(by_kind["wrong"]),
+        rejection=_rate(by_kind["adversarial"]),
+        counts={k: len(v) for k, v in by_kind.items()},
+        by_form=[FormCount(kind=k, form=f, n=n, failed=misses[(k, f)]) for (k, f), n in sorted(forms.items())],
+        failures=failures,
+        second=_second(probes, ours, second, max_second, max_examples) if second else None,
+    )

@@ -5,6 +5,7 @@ schema version in each JSON file.
     io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
     records   typed `EvalResult` (eval.json), `Manifest` (manifest.json), `JudgeSummary`, `StudyResult`
               (study.json), `RewardAudit`, with their readers
+    audit     typed `AuditReport` (audit.json): each readiness check's record with its typed evidence
     review    typed `ReviewStats` (a review folder's stats.json)
     search    typed `ScreenResult` (one screening run) and `SearchResults` (results.json)
     folder    `RunDir` (a run folder being written), the checks before one is touched, the model card

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.drift import DriftReport, drift_alarms, reward_flags, structure_stats
 from rlvr.audit.result import CheckResult, Status, Table, fmt, table, worst
 from rlvr.runs import RewardAudit, RunFileError
+from rlvr.runs.audit import HumanEvidence, StructureStats
 from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
 
 __all__ = ["check_drift", "check_human"]
@@ -20,7 +20,7 @@ HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.
 
 
 # ------------------------------------------------------------------ 6. training drift
-def _drift_tables(d: DriftReport, struct: dict[str, Any], flags: list[RewardAudit]) -> list[Table]:
+def _drift_tables(d: DriftReport, struct: StructureStats, flags: list[RewardAudit]) -> list[Table]:
     tables = []
     if d.alarms:
         tables.append(table("alarms", ["alarm", "level", "detail"], [[a.alarm, a.level, a.message] for a in d.alarms]))
@@ -35,8 +35,9 @@ def _drift_tables(d: DriftReport, struct: dict[str, Any], flags: list[RewardAudi
             table("early vs late training (first and last 20% of steps)", ["measure", "early", "late", "ratio"], rows)
         )
     feats = ("n", "tokens", "lines", "steps", "arith_density")
-    if struct.get("n_rows"):
-        rows = [[f, fmt(struct["correct"].get(f), ".3g"), fmt(struct["incorrect"].get(f), ".3g")] for f in feats]
+    if struct.n_rows and struct.correct and struct.incorrect:
+        c, i = struct.correct, struct.incorrect
+        rows = [[f, fmt(getattr(c, f), ".3g"), fmt(getattr(i, f), ".3g")] for f in feats]
         tables.append(table("structure of training completions", ["feature", "correct", "incorrect"], rows))
     if flags:
         rows = [[f.reward, f.kind, fmt(f.mean_correct), fmt(f.mean_incorrect), fmt(f.corr_correct, "+.2f"),
@@ -74,8 +75,8 @@ def check_drift(ctx: AuditContext) -> CheckResult:
             f"{fmt(d.truncated_frac.late if d.truncated_frac else None, '.0%')}, reward "
             f"{fmt(h.reward_rise if h else None, '+.3f')} with held-out {fmt(held.gain if held else None, '+.3f')}"
         )
-    ev = {**d.evidence(), "structure": struct, "reward_flags": [f.model_dump(mode="json") for f in flags]}
-    return CheckResult("drift", status, "; ".join(parts), ev, tables=_drift_tables(d, struct, flags))
+    d.structure, d.reward_flags = struct, flags
+    return CheckResult("drift", status, "; ".join(parts), d, tables=_drift_tables(d, struct, flags))
 
 
 # ------------------------------------------------------------------ 7. human judgment
@@ -121,11 +122,12 @@ def check_human(ctx: AuditContext) -> CheckResult:
     target = next((e for e in ctx.evals if e.role == "trained" and e.split == "test"), next(iter(ctx.evals), None))
     if not found:
         where = str(target.path) if target else "EVAL_DIR"
-        return CheckResult("human", "warn", f"no human-labelled slice; run `rlvr review export {where}`", {"found": []})
+        text = f"no human-labelled slice; run `rlvr review export {where}`"
+        return CheckResult("human", "warn", text, HumanEvidence(found=[]))
     found.sort(key=lambda es: (es[0].role != "trained", es[0].split != "test"))
     ev, stats = found[0]
     if isinstance(stats, str):
-        return CheckResult("human", "warn", stats, {"stats": {"error": stats}})
+        return CheckResult("human", "warn", stats, HumanEvidence(error=stats))
     s = stats.summary
     status, notes = _human_status(s)
     ci = s.pass_at_1_corrected_ci or [math.nan, math.nan]
@@ -140,13 +142,9 @@ def check_human(ctx: AuditContext) -> CheckResult:
     rows = [
         [str(e.path), e.role, e.split, "n/a" if isinstance(st, str) else str(st.summary.n_labelled)] for e, st in found
     ]
-    evid = {
-        "eval": str(ev.path),
-        "schema": stats.schema_,
-        "summary": s.model_dump(mode="json", by_alias=True),
-        "thresholds": HUMAN,
-        "all": [str(e.path) for e, _ in found],
-    }
+    evid = HumanEvidence(
+        eval=str(ev.path), schema=stats.schema_, summary=s, thresholds=HUMAN, all=[str(e.path) for e, _ in found]
+    )
     return CheckResult(
         "human", status, text, evid, tables=[table("review slices", ["eval", "role", "split", "labelled"], rows)]
     )

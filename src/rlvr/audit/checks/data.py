@@ -3,20 +3,20 @@ seen in training) and the private holdout (never used for choices, never leaked 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict
 
-from rlvr.audit.contamination import (
-    Construction,
-    ContaminationReport,
-    TrainIndex,
-    arith_construction,
-    build_index,
-    contamination_report,
-)
+from rlvr.audit.contamination import TrainIndex, arith_construction, build_index, contamination_report
 from rlvr.audit.context import AuditContext
 from rlvr.audit.result import CheckResult, Status, fmt, table, worst
 from rlvr.audit.runs import EvalRun
+from rlvr.runs.audit import (
+    ContaminationEvidence,
+    ContaminationReport,
+    Guard,
+    HoldoutEvidence,
+    SetEntry,
+    SetExample,
+)
 
 __all__ = ["check_contamination", "check_holdout"]
 
@@ -55,36 +55,6 @@ def _judge(rep: ContaminationReport, task: str, split: str) -> tuple[Status, lis
     return status, notes
 
 
-@dataclass(frozen=True)
-class SetEntry:
-    """One evaluation set compared with training (`report` None: nothing to compare)."""
-
-    set: str
-    source: str
-    eval: str | None = None
-    task: str | None = None
-    report: ContaminationReport | None = None
-    construction: Construction | None = None
-
-    def evidence(self) -> dict[str, Any]:
-        """As audit.json keeps it: the report's fields beside the set's."""
-        out: dict[str, Any] = {"set": self.set, "source": self.source}
-        if self.report is not None:
-            out = {"set": self.set, "eval": self.eval, "task": self.task, "source": self.source, **asdict(self.report)}
-        if self.construction is not None:
-            out["construction"] = asdict(self.construction)
-        return out
-
-    def summary(self) -> str:
-        if self.report is None:
-            return f"{self.set}: not compared"
-        r = self.report
-        text = f"{self.set}: {r.exact_items} of {r.n_items} items in training, {r.ngram_share:.0%} n-gram flagged"
-        if self.construction is not None:
-            text += " (disjoint by construction: verified)" if self.construction.ok else " (construction violated)"
-        return text
-
-
 def _one_set(
     ctx: AuditContext, index: TrainIndex, label: str, ev: EvalRun | None
 ) -> tuple[Status, SetEntry, list[str]]:
@@ -98,7 +68,7 @@ def _one_set(
     else:
         (items, source), task = ctx.eval_items(ev), ev.task
     if not items:
-        return "warn", SetEntry(label, source), [f"{label}: no problems to compare ({source})"]
+        return "warn", SetEntry(set=label, source=source), [f"{label}: no problems to compare ({source})"]
     rep = contamination_report(index, items, max_examples=3)
     status, notes = _judge(rep, task, label)
     construction = None
@@ -109,7 +79,9 @@ def _one_set(
             if not construction.ok:
                 status = "fail"
                 notes.append(f"{label}: arith construction violated: {construction.rule}")
-    return status, SetEntry(label, source, str(ev.path) if ev else None, task, rep, construction), notes
+    entry = SetEntry(set=label, source=source, eval=str(ev.path) if ev else None, task=task, report=rep,
+                     construction=construction)  # fmt: skip
+    return status, entry, notes
 
 
 def _eval_sets(ctx: AuditContext) -> list[tuple[str, EvalRun | None]]:
@@ -129,19 +101,19 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
     train = ctx.train_problems
     if train.error is not None or not train.problems:
         msg = f"cannot re-create the training problems from config.yaml: {train.error or 'none'}"
-        return CheckResult("contamination", "warn", msg, {"error": train.error})
+        return CheckResult("contamination", "warn", msg, ContaminationEvidence(error=train.error))
     index = build_index([(p.id, p.question) for p in train.problems])
     sets = _eval_sets(ctx)
     statuses: list[Status] = []
     entries: list[SetEntry] = []
     notes: list[str] = []
-    examples: list[dict[str, Any]] = []
+    examples: list[SetExample] = []
     for label, ev in sets:
         st, entry, nt = _one_set(ctx, index, label, ev)
         statuses.append(st)
         entries.append(entry)
         notes += nt
-        examples += [{"set": label, **asdict(x)} for x in (entry.report.examples if entry.report else [])]
+        examples += [SetExample(set=label, **asdict(x)) for x in (entry.report.examples if entry.report else [])]
     if not train.verified:
         statuses.append("warn")
         notes.append(f"re-created training data hash {train.actual_hash} != manifest {train.expected_hash}")
@@ -164,31 +136,29 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
         "template match",
         "disjoint by construction",
     ]
-    evid: dict[str, Any] = {
-        "n_train": len(train.problems), "train_hash_verified": train.verified,
-        "sets": [e.evidence() for e in entries], "notes": notes,
-        "thresholds": {"item": 0.5, "dataset": CONTAMINATED_DATASET, "ngram": 8},
-    }  # fmt: skip
     templated = sorted({e.task for e in entries if e.task in TEMPLATED_TASKS})
-    if templated:
-        evid["explanation"] = TEMPLATED_NOTE.format(task=", ".join(templated))
+    evid = ContaminationEvidence(
+        n_train=len(train.problems), train_hash_verified=train.verified, sets=entries, notes=notes,
+        thresholds={"item": 0.5, "dataset": CONTAMINATED_DATASET, "ngram": 8},
+        explanation=TEMPLATED_NOTE.format(task=", ".join(templated)) if templated else None,
+    )  # fmt: skip
     return CheckResult("contamination", status, text, evid, examples, [table("overlap with training", cols, rows)])
 
 
 # ------------------------------------------------------------------ 5. private holdout
-def _guard(task: str) -> dict[str, Any]:
+def _guard(task: str) -> Guard:
     from rlvr.tasks import HoldoutError, load_task
 
     try:
         load_task(task, "holdout", n=1)  # type: ignore[arg-type]
     except HoldoutError:
-        return {"ok": True, "detail": "load_task(..., 'holdout') raises HoldoutError without allow_holdout=True"}
+        return Guard(ok=True, detail="load_task(..., 'holdout') raises HoldoutError without allow_holdout=True")
     except Exception as e:  # noqa: BLE001 - any other error still refuses the holdout
-        return {"ok": True, "detail": f"load_task refused the holdout ({type(e).__name__})"}
-    return {"ok": False, "detail": "load_task returned holdout problems without allow_holdout=True"}
+        return Guard(ok=True, detail=f"load_task refused the holdout ({type(e).__name__})")
+    return Guard(ok=False, detail="load_task returned holdout problems without allow_holdout=True")
 
 
-def _holdout_leaks(ctx: AuditContext, hold: list[EvalRun]) -> dict[str, Any]:
+def _holdout_evidence(ctx: AuditContext, hold: list[EvalRun], guard: Guard) -> HoldoutEvidence:
     train_hashes = {
         f"{r.name}:{k}": v.hash for r in [ctx.run, *ctx.ablations] for k, v in r.manifest.data.items() if v.hash
     }
@@ -196,21 +166,22 @@ def _holdout_leaks(ctx: AuditContext, hold: list[EvalRun]) -> dict[str, Any]:
     same = [f"{t} == {h}" for t, th in train_hashes.items() for h, hh in hold_hashes.items() if hh and th == hh]
     hold_ids = {p.id for e in hold for p in e.result.per_problem}
     train_ids = {str(r.problem_id) for r in ctx.run.samples()}
-    return {
-        "holdout_hashes": hold_hashes,
-        "train_hashes": train_hashes,
-        "equal_hashes": same,
-        "trained_on_holdout_split": [k for k in train_hashes if k.endswith(":holdout")],
-        "train_sample_ids": len(train_ids),
-        "leaked_ids": sorted(train_ids & hold_ids)[:10] + sorted(i for i in train_ids if "-holdout-" in i)[:10],
-    }
+    return HoldoutEvidence(
+        guard=guard,
+        holdout_hashes=hold_hashes,
+        train_hashes=train_hashes,
+        equal_hashes=same,
+        trained_on_holdout_split=[k for k in train_hashes if k.endswith(":holdout")],
+        train_sample_ids=len(train_ids),
+        leaked_ids=sorted(train_ids & hold_ids)[:10] + sorted(i for i in train_ids if "-holdout-" in i)[:10],
+        side_by_side=ctx.changes,
+    )
 
 
 def check_holdout(ctx: AuditContext) -> CheckResult:
     guard = _guard(str(ctx.run.config.get("task", "arith")))
     hold = [e for e in ctx.evals if e.split == "holdout"]
-    leaks = _holdout_leaks(ctx, hold)
-    ev: dict[str, Any] = {"guard": guard, **leaks, "side_by_side": {k: asdict(c) for k, c in ctx.changes.items()}}
+    ev = _holdout_evidence(ctx, hold, guard)
     rows = [
         [split, fmt(c.base), fmt(c.trained), f"{c.gain:+.3f}", f"{c.ci[0]:+.3f} to {c.ci[1]:+.3f}",
          fmt(c.greedy.base if c.greedy else None), fmt(c.greedy.trained if c.greedy else None)]
@@ -224,12 +195,12 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
         )
     ]
     problems = []
-    if not guard["ok"]:
-        problems.append(guard["detail"])
-    problems += [f"a training data hash equals the holdout's ({s})" for s in leaks["equal_hashes"]]
-    problems += [f"the run loaded a holdout split ({k})" for k in leaks["trained_on_holdout_split"]]
-    if leaks["leaked_ids"]:
-        problems.append(f"training samples include holdout problems ({', '.join(leaks['leaked_ids'][:3])})")
+    if not guard.ok:
+        problems.append(guard.detail)
+    problems += [f"a training data hash equals the holdout's ({s})" for s in ev.equal_hashes]
+    problems += [f"the run loaded a holdout split ({k})" for k in ev.trained_on_holdout_split]
+    if ev.leaked_ids:
+        problems.append(f"training samples include holdout problems ({', '.join(ev.leaked_ids[:3])})")
     if problems:
         return CheckResult("holdout", "fail", "; ".join(problems), ev, tables=tables)
     if not hold:
@@ -245,7 +216,7 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
             ev,
             tables=tables,
         )
-    hashes = ", ".join(sorted({h for h in leaks["holdout_hashes"].values() if h}))
+    hashes = ", ".join(sorted({h for h in ev.holdout_hashes.values() if h}))
     text = f"holdout hash {hashes} never used in training; no leaked ids"
     for split in ("test", "holdout"):
         if split in ctx.changes:

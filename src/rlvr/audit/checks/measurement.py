@@ -6,8 +6,6 @@ separation (the reward's correctness part drives learning, not its format part).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
-from typing import Any
 
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.result import CheckResult, Status, worst
@@ -16,6 +14,15 @@ from rlvr.audit.result import table as _table
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import audit_verifier
+from rlvr.runs.audit import (
+    ComputePair,
+    MatchedComputeEvidence,
+    MetricRow,
+    ProbeFailure,
+    SecondExample,
+    SeparationEvidence,
+    VerifierEvidence,
+)
 
 __all__ = ["check_matched_compute", "check_reward_separation", "check_verifier"]
 
@@ -33,17 +40,17 @@ def _metric_order(name: str) -> tuple[int, int, str]:
     return (int(m.group(2)), 0 if m.group(1) == "pass" else 1, name) if m else (1, 2, name)
 
 
-def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[Status, dict[str, Any], list[str]]:
+def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[Status, ComputePair, list[str]]:
     names = sorted(set(base.result.metrics) & set(trained.result.metrics), key=_metric_order)
-    rows: list[list[Any]] = []
+    rows: list[MetricRow] = []
     problems: list[str] = []
     for n in names:
         b, t = base.metric(n), trained.metric(n)
         if b is None or t is None:
             continue
         bt, tt = b.tokens_per_problem, t.tokens_per_problem
-        rows.append([n, b.value, bt, t.value, tt, tt / bt if finite(bt) and finite(tt) and bt > 0 else None])
-    multi = [str(r[0]) for r in rows if (m := _MULTI.match(str(r[0]))) and int(m.group(2)) > 1]
+        rows.append((n, b.value, bt, t.value, tt, tt / bt if finite(bt) and finite(tt) and bt > 0 else None))
+    multi = [r[0] for r in rows if (m := _MULTI.match(r[0])) and int(m.group(2)) > 1]
     p1 = next((r for r in rows if r[0] == "pass@1"), None)
     status: Status = "pass"
     if p1 is None or not multi:
@@ -66,11 +73,10 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
         problems += [f"settings differ ({'; '.join(diffs)})"] if diffs else []
         problems += [f"trained model spends x{_fmt(ratio, '.2f')} the base's tokens per problem"] if ratio else []
         problems += [f"completions cut at max_new_tokens: {', '.join(cut)}"] if cut else []
-    ev = {
-        "split": trained.split, "base": str(base.path), "trained": str(trained.path), "multi_sample": multi,
-        "token_ratio": ratio, "settings_differ": diffs, "truncated_frac": trunc, "metrics": rows,
-        "change": asdict(change) if (change := ctx.changes.get(trained.split)) else None,
-    }  # fmt: skip
+    ev = ComputePair(
+        split=trained.split, base=str(base.path), trained=str(trained.path), multi_sample=multi, token_ratio=ratio,
+        settings_differ=diffs, truncated_frac=trunc, metrics=rows, change=ctx.changes.get(trained.split),
+    )  # fmt: skip
     return status, ev, problems
 
 
@@ -88,35 +94,34 @@ def check_matched_compute(ctx: AuditContext) -> CheckResult:
         )
         if "base" in roles.values() and "trained" in roles.values():
             why = "base and trained evaluations share no split and problem set"
-        ev = {"evaluations": roles}
+        ev = MatchedComputeEvidence(evaluations=roles)
         return CheckResult("matched_compute", "fail", f"{why}: nothing to compare at a matched budget", ev)
-    statuses, pairs, tables, notes = [], [], [], []
+    statuses: list[Status] = []
+    pairs: list[ComputePair] = []
+    tables, notes = [], []
     for base, trained in ctx.pairs:
-        st, ev, problems = _pair_evidence(base, trained, ctx)
+        st, pair, problems = _pair_evidence(base, trained, ctx)
         statuses.append(st)
-        pairs.append(ev)
+        pairs.append(pair)
         notes += [f"{trained.split}: {p}" for p in problems]
         rows = [
             [r[0], _fmt(r[1]), _fmt(r[2], ".1f"), _fmt(r[3]), _fmt(r[4], ".1f"), _fmt(r[5], ".2f")]
-            for r in ev["metrics"]
+            for r in pair.metrics
         ]
         cols = ["metric", "base", "base tokens/problem", "trained", "trained tokens/problem", "token ratio"]
         tables.append(_table(f"{trained.split}: {base.name} vs {trained.name}", cols, rows))
     status = worst(statuses)
     head = pairs[0]
-    c = head["change"]
-    text = f"{head['split']}: pass@1 " + (
-        f"{c['base']:.3f} -> {c['trained']:.3f} ({c['gain']:+.3f}, 95% CI {c['ci'][0]:+.3f} to {c['ci'][1]:+.3f})"
-        if c
-        else "compared"
+    c = head.change
+    text = f"{head.split}: pass@1 " + (
+        f"{c.base:.3f} -> {c.trained:.3f} ({c.gain:+.3f}, 95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c else "compared"
     )
     if status == "pass":
-        text += (
-            f"; {', '.join(head['multi_sample'])} at matched budgets (token ratio {_fmt(head['token_ratio'], '.2f')})"
-        )
+        text += f"; {', '.join(head.multi_sample)} at matched budgets (token ratio {_fmt(head.token_ratio, '.2f')})"
     else:
         text += "; " + "; ".join(notes)
-    return CheckResult("matched_compute", status, text, {"pairs": pairs, "evaluations": roles}, tables=tables)
+    ev = MatchedComputeEvidence(pairs=pairs, evaluations=roles)
+    return CheckResult("matched_compute", status, text, ev, tables=tables)
 
 
 # ------------------------------------------------------------------ 2. verifier audit
@@ -130,47 +135,42 @@ def _rate_status(name: str, value: float | None) -> Status:
 def check_verifier(ctx: AuditContext) -> CheckResult:
     golds, source = ctx.golds()
     if not golds:
-        return CheckResult("verifier", "warn", "no gold answers found to build probes from", {"source": source})
+        ev = VerifierEvidence(source=source)
+        return CheckResult("verifier", "warn", "no gold answers found to build probes from", ev)
     res = audit_verifier(golds, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
-    res["source"] = source
-    res["thresholds"] = VERIFIER_THRESHOLDS
-    status = worst([_rate_status(k, res[k]) for k in VERIFIER_THRESHOLDS])
+    res.source, res.thresholds = source, VERIFIER_THRESHOLDS
+    rates = {"recall": res.recall, "specificity": res.specificity, "rejection": res.rejection}
+    status = worst([_rate_status(k, rates[k]) for k in VERIFIER_THRESHOLDS])
     text = (
-        f"recall {_fmt(res['recall'])}, specificity {_fmt(res['specificity'])}, adversarial rejection "
-        f"{_fmt(res['rejection'])} on {res['n_probes']} probes from {res['n_golds']} golds"
+        f"recall {_fmt(res.recall)}, specificity {_fmt(res.specificity)}, adversarial rejection "
+        f"{_fmt(res.rejection)} on {res.n_probes} probes from {res.n_golds} golds"
     )
-    sec = res["second"]
+    sec = res.second
     if sec:
-        n_diff = sec["rlvr_right"] + sec["second_right"]
         text += (
-            f"; {sec['name']} disagrees on {sec['disagreement']:.1%} of {sec['n']} probes"
-            f" (the probe label sides with rlvr on {sec['rlvr_right']} of {n_diff})"
+            f"; {sec.name} disagrees on {_fmt(sec.disagreement, '.1%')} of {sec.n} probes"
+            f" (the probe label sides with rlvr on {sec.rlvr_right} of {sec.rlvr_right + sec.second_right})"
         )
     else:
         text += "; no second verifier installed (pip install math-verify)"
     rows = [
-        [k, _fmt(res[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
+        [k, _fmt(rates[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
         for k in VERIFIER_THRESHOLDS
     ]
     tables = [_table("rates", ["rate", "value", "pass", "warn"], rows)]
-    failed = [[f["kind"], f["form"], f["n"], f["failed"]] for f in res["by_form"] if f["failed"]]
+    failed = [[f.kind, f.form, f.n, f.failed] for f in res.by_form if f.failed]
     if failed:
         tables.append(_table("probe forms with failures", ["kind", "form", "probes", "failed"], failed))
-    if sec and sec["by_form"]:
-        rows = [[d["form"], d["n"], d["rlvr_right"], d["n"] - d["rlvr_right"]] for d in sec["by_form"]]
-        tables.append(
-            _table(
-                f"disagreements with {sec['name']} by probe form",
-                ["form", "probes", "rlvr right", f"{sec['name']} right"],
-                rows,
-            )
-        )
-    examples = res["failures"] + (sec["examples"] if sec else [])
+    if sec and sec.by_form:
+        per_form = [[d.form, d.n, d.rlvr_right, d.n - d.rlvr_right] for d in sec.by_form]
+        cols = ["form", "probes", "rlvr right", f"{sec.name} right"]
+        tables.append(_table(f"disagreements with {sec.name} by probe form", cols, per_form))
+    examples: list[ProbeFailure | SecondExample] = [*res.failures, *(sec.examples if sec else [])]
     return CheckResult("verifier", status, text, res, examples, tables)
 
 
 # ------------------------------------------------------------------ 3. reward separation
-def _separation_status(shares: RewardShares, abl: list[dict[str, Any]]) -> tuple[Status, list[str]]:
+def _separation_status(shares: RewardShares, abl: list[dict[str, str | float | None]]) -> tuple[Status, list[str]]:
     kinds = shares.kinds
     corr, fmt_gain = kinds["correctness"].share, kinds["format"].gain_share
     notes: list[str] = []
@@ -233,9 +233,6 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
                 [[_fmt(r.get(c)) if c not in ("run", "kind", "rewards") else r.get(c) for c in cols] for r in abl],
             )
         )
-    ev = {"shares": asdict(shares), "ablations": abl, "thresholds": SEPARATION}
-    if not ctx.ablations:
-        ev["hint"] = (
-            "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
-        )
+    hint = "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
+    ev = SeparationEvidence(shares=shares, ablations=abl, thresholds=SEPARATION, hint=None if ctx.ablations else hint)
     return CheckResult("reward_separation", status, text, ev, tables=tables)
