@@ -216,19 +216,42 @@ def test_export_writes_a_stable_slice_with_strata(tmp_path: Path) -> None:
     assert review == eval_dir / "review"
     first = (review / "slice.jsonl").read_bytes()
     meta, items = load_slice(review)
-    assert len(items) == meta["n"] == 10 and meta["n_population"] == len(rows)
+    assert meta is not None and len(items) == meta.n == 10 and meta.n_population == len(rows)
     assert [it.index for it in items] == list(range(10))
     assert all(it.item_id == f"{it.problem_id}:{it.sample}" for it in items)
     assert all(set(it.strata) == {"verdict", "reward", "length", "disagreement", "difficulty"} for it in items)
-    assert meta["population_correct"] == sum(r["correct"] for r in rows)
-    assert sum(meta["strata_slice"]["verdict"].values()) == 10
-    assert meta["strata_slice"]["verdict"]["unparsed"] >= 2  # 3 of 48 rows, oversampled
+    assert meta.population_correct == sum(r["correct"] for r in rows)
+    assert sum(meta.strata_slice["verdict"].values()) == 10
+    assert meta.strata_slice["verdict"]["unparsed"] >= 2  # 3 of 48 rows, oversampled
+    assert meta.eval.model == "tiny" and meta.eval.metrics == {"pass@1": 0.5}
+    assert json.loads((review / "export.json").read_text())["eval"] == {
+        "model": "tiny", "task": "arith", "split": "test", "n_samples": 4, "temperature": 1.0,
+        "metrics": {"pass@1": 0.5},
+    }  # fmt: skip
     # same seed, same bytes; shuffled input rows do not matter; another seed or --out elsewhere
     (eval_dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reversed(rows)))
     export_slice(eval_dir, n=10, seed=0)
     assert (review / "slice.jsonl").read_bytes() == first
     other = export_slice(eval_dir, n=10, seed=5, out=tmp_path / "other")
     assert (other / "slice.jsonl").read_bytes() != first
+
+
+def test_bad_eval_and_export_json_name_the_field(tmp_path: Path) -> None:
+    eval_dir = write_eval(tmp_path / "eval", population(3, 2), {"model": 7, "task": "arith"})
+    with pytest.raises(ReviewError, match=r"eval.json: field 'model': Input should be a valid string"):
+        load_eval(eval_dir)
+    write_eval(eval_dir, population(3, 2), {"model": "m", "per_problem": "anything", "extra": [1]})
+    meta, _ = load_eval(eval_dir)  # only the fields a review records are read
+    assert meta.model == "m" and meta.task is None and meta.model_extra == {}
+    review = export_slice(eval_dir, n=4)
+    export = json.loads((review / "export.json").read_text())
+    (review / "export.json").write_text(json.dumps({**export, "n_population": "many"}))
+    with pytest.raises(ReviewError, match=r"export.json: field 'n_population'"):
+        load_slice(review)
+    (review / "export.json").unlink()  # a slice not written by `rlvr review export`
+    meta, items = load_slice(review)
+    assert meta is None and len(items) == 4
+    assert compute_stats(review, n_resamples=10).eval is None
 
 
 def test_export_refuses_to_orphan_labels(review_dir: Path) -> None:

@@ -20,8 +20,8 @@ import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -31,62 +31,148 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rlvr.review.highlight import annotate
+from rlvr.review.highlight import TextView, annotate
 from rlvr.review.items import load_slice
-from rlvr.review.store import CATEGORIES, DB_FILE, Conflict, LabelError, LabelStore, parse_label
+from rlvr.review.store import CATEGORIES, DB_FILE, Conflict, LabelError, LabelStore, StoredLabel, parse_label
+from rlvr.runs.review import ReviewedEval
 from rlvr.tasks import Step
 
-__all__ = ["LOOPBACK_HOSTS", "create_app"]
+__all__ = ["LOOPBACK_HOSTS", "ItemView", "MetaView", "Progress", "create_app"]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]  # testserver: Starlette's TestClient
-_DISPLAY_KEYS = (
-    "item_id", "index", "problem_id", "sample", "question", "gold", "gold_solution", "n_steps",
-    "completion", "parsed", "correct", "reason", "tokens", "truncated", "process_score", "rewards",
-    "verifier2_correct", "strata",
-)  # fmt: skip
+
+
+# ---------------------------------------------------------------- response bodies (docs/review.md)
+
+
+class Progress(BaseModel):
+    """A reviewer's progress: items in the slice, items they labelled, the index to resume at."""
+
+    n_items: int
+    n_labelled: int
+    resume: int
+
+
+class MetaView(Progress):
+    """`GET /api/meta`: progress, the evaluation (None without export.json) and the error categories."""
+
+    eval: ReviewedEval | None
+    categories: list[str]
+
+
+class ItemView(BaseModel):
+    """`GET /api/items/{index}`: one slice item as the page shows it, with its texts cut into highlighted
+    step segments and this reviewer's label (None when they have not labelled it)."""
+
+    item_id: str
+    index: int
+    problem_id: str
+    sample: int
+    question: str
+    gold: str
+    gold_solution: str
+    n_steps: int | None
+    completion: str
+    parsed: str | None
+    correct: bool
+    reason: str
+    tokens: int
+    truncated: bool
+    process_score: float | None
+    rewards: dict[str, float | None] | None
+    verifier2_correct: bool | None
+    strata: dict[str, str]
+    gold_steps: list[Step]
+    completion_view: TextView
+    gold_view: TextView
+    label: StoredLabel | None
+
+
+class _Labels(BaseModel):
+    """`GET /api/labels`."""
+
+    labels: list[StoredLabel]
+
+
+class _Saved(BaseModel):
+    """`PUT /api/labels`: the label as stored and the reviewer's progress."""
+
+    label: StoredLabel
+    n_items: int
+    n_labelled: int
+    resume: int
+
+
+class _Stale(BaseModel):
+    """`PUT /api/labels` refused (409): why, and the label as it now is."""
+
+    error: str
+    current: StoredLabel | None
+
+
+class _Error(BaseModel):
+    error: str
+    field: str | None = None  # the offending field, when there is one (left out otherwise)
+
+
+def _json(body: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
 def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"error": message}
-    if field is not None:
-        body["field"] = field
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(_Error(error=message, field=field).model_dump(mode="json", exclude_none=True), status)
 
 
 class _Review:
     """The loaded slice and its label store; one per app."""
 
     def __init__(self, review_dir: Path) -> None:
-        self.meta, self.items = load_slice(review_dir)
+        self.export, self.items = load_slice(review_dir)
         self.ids = {it.item_id: i for i, it in enumerate(self.items)}
         self.store = LabelStore(review_dir / DB_FILE)
         self.page = resources.files("rlvr.review").joinpath("static/index.html").read_text(encoding="utf-8")
 
-    def view(self, index: int, reviewer: str | None) -> dict[str, Any]:
+    def view(self, index: int, reviewer: str | None) -> ItemView:
         item = self.items[index]
         gold_steps = [Step(e, r) for e, r in item.gold_steps]
-        row = item.model_dump(mode="json")
-        out = {k: row.get(k) for k in _DISPLAY_KEYS}
-        out["index"] = index
-        out["gold_steps"] = [{"expr": s.expr, "result": s.result} for s in gold_steps]
-        out["completion_view"] = annotate(item.completion, gold_steps)
-        out["gold_view"] = annotate(item.gold_solution)
-        label = self.store.get(item.item_id, reviewer) if reviewer else None
-        out["label"] = None if label is None else label.to_json()
-        return out
+        return ItemView(
+            item_id=item.item_id,
+            index=index,
+            problem_id=item.problem_id,
+            sample=item.sample,
+            question=item.question,
+            gold=item.gold,
+            gold_solution=item.gold_solution,
+            n_steps=item.n_steps,
+            completion=item.completion,
+            parsed=item.parsed,
+            correct=item.correct,
+            reason=item.reason,
+            tokens=item.tokens,
+            truncated=item.truncated,
+            process_score=item.process_score,
+            rewards=item.rewards,
+            verifier2_correct=item.verifier2_correct,
+            strata=item.strata,
+            gold_steps=gold_steps,
+            completion_view=annotate(item.completion, gold_steps),
+            gold_view=annotate(item.gold_solution),
+            label=self.store.get(item.item_id, reviewer) if reviewer else None,
+        )
 
-    def progress(self, reviewer: str | None) -> dict[str, Any]:
+    def progress(self, reviewer: str | None) -> Progress:
         done = {lab.item_id for lab in self.store.labels(reviewer)} if reviewer else set()
         done &= set(self.ids)
         resume = next((i for i, it in enumerate(self.items) if it.item_id not in done), len(self.items) - 1)
-        return {"n_items": len(self.items), "n_labelled": len(done), "resume": resume}
+        return Progress(n_items=len(self.items), n_labelled=len(done), resume=resume)
 
 
 async def _meta(request: Request) -> Response:
     review: _Review = request.app.state.review
     reviewer = request.query_params.get("reviewer") or None
-    progress = await run_in_threadpool(review.progress, reviewer)
-    return JSONResponse({**progress, "eval": review.meta.get("eval", {}), "categories": list(CATEGORIES)})
+    p = await run_in_threadpool(review.progress, reviewer)
+    evaluation = review.export.eval if review.export else None
+    return _json(MetaView(**p.model_dump(), eval=evaluation, categories=list(CATEGORIES)))
 
 
 async def _item(request: Request) -> Response:
@@ -95,14 +181,14 @@ async def _item(request: Request) -> Response:
     if not 0 <= index < len(review.items):
         return _error(404, f"no item at index {index} (the slice has {len(review.items)})", "index")
     reviewer = request.query_params.get("reviewer") or None
-    return JSONResponse(await run_in_threadpool(review.view, index, reviewer))
+    return _json(await run_in_threadpool(review.view, index, reviewer))
 
 
 async def _labels(request: Request) -> Response:
     review: _Review = request.app.state.review
     reviewer = request.query_params.get("reviewer") or None
     labels = await run_in_threadpool(review.store.labels, reviewer)
-    return JSONResponse({"labels": [lab.to_json() for lab in labels]})
+    return _json(_Labels(labels=labels))
 
 
 async def _put_label(request: Request) -> Response:
@@ -124,11 +210,11 @@ async def _put_label(request: Request) -> Response:
         stored = await run_in_threadpool(review.store.put, label, version)
     except Conflict as e:
         current = await run_in_threadpool(review.store.get, label.item_id, label.reviewer)
-        return JSONResponse({"error": str(e), "current": current and current.to_json()}, status_code=409)
+        return _json(_Stale(error=str(e), current=current), 409)
     except sqlite3.OperationalError as e:
         return _error(503, f"database unavailable, nothing was written; retry ({e})")
-    progress = await run_in_threadpool(review.progress, label.reviewer)
-    return JSONResponse({"label": stored.to_json(), **progress})
+    p = await run_in_threadpool(review.progress, label.reviewer)
+    return _json(_Saved(label=stored, n_items=p.n_items, n_labelled=p.n_labelled, resume=p.resume))
 
 
 async def _health(request: Request) -> Response:

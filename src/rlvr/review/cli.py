@@ -53,11 +53,12 @@ def export_cmd(
 
     try:
         review_dir = export_slice(eval_dir, n=n, seed=seed, out=out, force=force)
-        meta, _ = load_slice(review_dir)
+        export, _ = load_slice(review_dir)
     except ReviewError as e:
         _fail(str(e))
-    print(f"wrote {meta['n']} of {meta['n_population']} completions to {review_dir / 'slice.jsonl'}")
-    for dim, counts in meta["strata_slice"].items():
+    assert export is not None  # export_slice has just written export.json
+    print(f"wrote {export.n} of {export.n_population} completions to {review_dir / 'slice.jsonl'}")
+    for dim, counts in export.strata_slice.items():
         print(f"  {dim:<13} " + "  ".join(f"{k}={v}" for k, v in counts.items()))
 
 

@@ -27,19 +27,20 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from rlvr.review.items import EXPORT_META, SLICE_FILE, ReviewError, ReviewSample, item_id, load_eval
+from rlvr.review.items import EXPORT_META, SLICE_FILE, ReviewError, ReviewSample, SliceItem, item_id, load_eval
+from rlvr.runs.review import DifficultyBasis, SliceExport
 
 __all__ = ["DIMENSIONS", "export_slice", "select", "strata_of"]
 
 DIMENSIONS = ("verdict", "reward", "length", "disagreement", "difficulty")
+# the keys of a slice.jsonl line, in order: a sample's other keys are left out
 _SLICE_KEYS = (
-    "problem_id", "sample", "question", "gold", "gold_solution", "gold_steps", "n_steps", "completion",
-    "parsed", "correct", "reason", "tokens", "truncated", "temperature", "process_score", "rewards",
-    "verifier2_correct",
+    "item_id", "index", "strata", "problem_id", "sample", "question", "gold", "gold_solution", "gold_steps",
+    "n_steps", "completion", "parsed", "correct", "reason", "tokens", "truncated", "temperature", "process_score",
+    "rewards", "verifier2_correct",
 )  # fmt: skip
 
 
@@ -88,7 +89,7 @@ def _disagreement(row: ReviewSample) -> str:
     return "both" if d2 and dp else "verifier2" if d2 else "process" if dp else "agree"
 
 
-def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], str]:
+def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], DifficultyBasis]:
     """Per-row difficulty and its basis: `pass_rate` or `n_steps`."""
     by_problem: dict[str, list[bool]] = {}
     steps: dict[str, int] = {}
@@ -107,7 +108,7 @@ def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], str]:
     return [label[r.problem_id] for r in rows], "n_steps"
 
 
-def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], str]:
+def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], DifficultyBasis]:
     """The five strata of each row (see the module docstring) and the difficulty basis."""
     rewards, lengths = _reward_buckets(rows), _length_buckets(rows)
     difficulty, basis = _difficulty(rows)
@@ -173,31 +174,39 @@ def _tally(strata: Sequence[dict[str, str]]) -> dict[str, dict[str, int]]:
     return {d: dict(sorted(Counter(s[d] for s in strata).items())) for d in DIMENSIONS}
 
 
-def _build(eval_dir: Path, n: int, seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _build(eval_dir: Path, n: int, seed: int) -> tuple[list[SliceItem], SliceExport]:
     meta, rows = load_eval(eval_dir)
     strata, basis = strata_of(rows)
     order = select(strata, [r.problem_id for r in rows], n, seed)
-    items = []
-    for index, i in enumerate(order):
-        row = rows[i].model_dump(mode="json")
-        item = {"item_id": item_id(row["problem_id"], row["sample"]), "index": index, "strata": strata[i]}
-        item.update({k: row.get(k) for k in _SLICE_KEYS})
-        items.append(item)
-    export_meta = {
-        "schema": "rlvr.review.slice/1",
-        "eval_dir": str(eval_dir),
-        "eval": {k: meta.get(k) for k in ("model", "task", "split", "n_samples", "temperature", "metrics")},
-        "seed": seed,
-        "n_requested": n,
-        "n": len(items),
-        "n_population": len(rows),
-        "population_correct": sum(r.correct for r in rows),
-        "difficulty_basis": basis,
-        "strata_population": _tally(strata),
-        "strata_slice": _tally([strata[i] for i in order]),
-        "samples_sha256": hashlib.sha256((eval_dir / "samples.jsonl").read_bytes()).hexdigest(),
-    }
-    return items, export_meta
+    fields = set(ReviewSample.model_fields)  # not a sample's other keys
+    items = [
+        SliceItem(
+            **rows[i].model_dump(include=fields),
+            item_id=item_id(rows[i].problem_id, rows[i].sample),
+            index=index,
+            strata=strata[i],
+        )
+        for index, i in enumerate(order)
+    ]
+    export = SliceExport(
+        eval_dir=str(eval_dir),
+        eval=meta,
+        seed=seed,
+        n_requested=n,
+        n=len(items),
+        n_population=len(rows),
+        population_correct=sum(r.correct for r in rows),
+        difficulty_basis=basis,
+        strata_population=_tally(strata),
+        strata_slice=_tally([strata[i] for i in order]),
+        samples_sha256=hashlib.sha256((eval_dir / "samples.jsonl").read_bytes()).hexdigest(),
+    )
+    return items, export
+
+
+def _slice_line(item: SliceItem) -> str:
+    row = item.model_dump(mode="json")
+    return json.dumps({k: row[k] for k in _SLICE_KEYS}, ensure_ascii=False) + "\n"
 
 
 def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None = None, force: bool = False) -> Path:
@@ -208,10 +217,10 @@ def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None =
     """
     if n < 1:
         raise ReviewError(f"--n must be >= 1, got {n}")
-    items, meta = _build(eval_dir, n, seed)
+    items, export = _build(eval_dir, n, seed)
     review_dir = out if out is not None else eval_dir / "review"
     review_dir.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
+    text = "".join(_slice_line(it) for it in items)
     slice_path = review_dir / SLICE_FILE
     old = slice_path.read_text(encoding="utf-8") if slice_path.exists() else None
     if old is not None and old != text and (review_dir / "labels.db").exists() and not force:
@@ -221,5 +230,6 @@ def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None =
     tmp = slice_path.with_suffix(".jsonl.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(slice_path)
+    meta = export.model_dump(mode="json", by_alias=True)
     (review_dir / EXPORT_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return review_dir

@@ -10,12 +10,41 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel
 
 from rlvr.tasks import Step
 from rlvr.verify import match_steps, parse_steps
 
-__all__ = ["annotate"]
+__all__ = ["Segment", "StepMark", "TextView", "annotate"]
+
+
+class Segment(BaseModel):
+    """A piece of the text: `step` is the index (in `TextView.steps`) of the step it shows, None for
+    plain text."""
+
+    text: str
+    step: int | None
+
+
+class StepMark(BaseModel):
+    """A step the text writes. `kind` is what the page colours: `invalid` (the arithmetic is wrong),
+    `gold` (right, and its value is one the gold solution computes), `valid` (right, not in the gold)."""
+
+    expr: str
+    result: str
+    valid: bool
+    matches_gold: bool
+    kind: Literal["invalid", "gold", "valid"]
+
+
+class TextView(BaseModel):
+    """A text cut into segments (joined, they give the text back) and the steps they mark."""
+
+    segments: list[Segment]
+    steps: list[StepMark]
+
 
 _NUM = r"[$€£]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _PLAIN_RHS = re.compile(rf"\s*=\s*[-−]?\s*{_NUM}")
@@ -57,48 +86,44 @@ def _spans(text: str, exprs: Sequence[str]) -> list[tuple[int, int] | None]:
     return spans
 
 
-def _segments(text: str, spans: Sequence[tuple[int, int] | None]) -> list[dict[str, Any]]:
-    segments: list[dict[str, Any]] = []
+def _segments(text: str, spans: Sequence[tuple[int, int] | None]) -> list[Segment]:
+    segments: list[Segment] = []
     pos = 0
     for k, span in enumerate(spans):
         if span is None:
             continue
         start, end = span
         if start > pos:
-            segments.append({"text": text[pos:start], "step": None})
-        segments.append({"text": text[start:end], "step": k})
+            segments.append(Segment(text=text[pos:start], step=None))
+        segments.append(Segment(text=text[start:end], step=k))
         pos = end
     if pos < len(text):
-        segments.append({"text": text[pos:], "step": None})
+        segments.append(Segment(text=text[pos:], step=None))
     return segments
 
 
-def annotate(text: str, gold_steps: Sequence[Step] | None = None) -> dict[str, Any]:
-    """`{"segments": [{"text", "step"}], "steps": [{"expr", "result", "valid", "matches_gold", "kind"}]}`.
-
-    `step` is the index of the step a segment shows (None for plain text). `kind` is what the page
-    colours: `invalid` (the arithmetic is wrong), `gold` (right and its value is one the gold
-    solution computes), `valid` (right, not in the gold). Without `gold_steps`, `matches_gold` is
-    False and right steps are `valid`.
+def annotate(text: str, gold_steps: Sequence[Step] | None = None) -> TextView:
+    """The text's segments and steps (see `StepMark` for each step's `kind`). Without `gold_steps`,
+    `matches_gold` is False and right steps are `valid`.
 
     >>> out = annotate("So 3 + 4 = 7 and 7 * 2 = 15.", [Step("3+4", "7")])
-    >>> [(s["text"], s["step"]) for s in out["segments"]]
+    >>> [(s.text, s.step) for s in out.segments]
     [('So ', None), ('3 + 4 = 7', 0), (' and ', None), ('7 * 2 = 15', 1), ('.', None)]
-    >>> [s["kind"] for s in out["steps"]]
+    >>> [s.kind for s in out.steps]
     ['gold', 'invalid']
-    >>> [s["text"] for s in annotate("11*2=<<11*2=22>>22 and 5 - 1 = <<5-1=4>>4")["segments"]]
+    >>> [s.text for s in annotate("11*2=<<11*2=22>>22 and 5 - 1 = <<5-1=4>>4").segments]
     ['11*2=<<11*2=22>>22', ' and 5 - 1 = ', '<<5-1=4>>4']
     """
     parsed = parse_steps(text)
     matched = match_steps(parsed, gold_steps) if gold_steps else [False] * len(parsed)
     steps = [
-        {
-            "expr": p.expr,
-            "result": p.result,
-            "valid": p.valid,
-            "matches_gold": m,
-            "kind": "invalid" if not p.valid else "gold" if m else "valid",
-        }
+        StepMark(
+            expr=p.expr,
+            result=p.result,
+            valid=p.valid,
+            matches_gold=m,
+            kind="invalid" if not p.valid else "gold" if m else "valid",
+        )
         for p, m in zip(parsed, matched, strict=True)
     ]
-    return {"segments": _segments(text, _spans(text, [p.expr for p in parsed])), "steps": steps}
+    return TextView(segments=_segments(text, _spans(text, [p.expr for p in parsed])), steps=steps)

@@ -7,7 +7,6 @@ turns into exit status 2.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -16,6 +15,7 @@ from annotated_types import Len
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from rlvr import runs
+from rlvr.runs.review import ReviewedEval, SliceExport, read_reviewed_eval, read_slice_export
 
 __all__ = [
     "EXPORT_META",
@@ -115,17 +115,18 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise ReviewError(str(e)) from None
 
 
-def load_eval(eval_dir: Path) -> tuple[dict[str, Any], list[ReviewSample]]:
-    """`(eval.json contents, validated samples sorted by (problem_id, sample))` of an evaluation folder.
+def load_eval(eval_dir: Path) -> tuple[ReviewedEval, list[ReviewSample]]:
+    """`(the evaluation's model, task, split, ... from eval.json, validated samples sorted by
+    (problem_id, sample))` of an evaluation folder.
 
-    A missing `eval.json` is allowed (metadata `{}`); a missing or empty `samples.jsonl`, a bad row or
-    two rows with the same `(problem_id, sample)` are errors.
+    A missing `eval.json` is allowed (every field None); a missing or empty `samples.jsonl`, a bad row
+    or two rows with the same `(problem_id, sample)` are errors.
     """
-    meta: dict[str, Any] = {}
+    meta = ReviewedEval()
     meta_path = eval_dir / "eval.json"
     if meta_path.exists():
         try:
-            meta = runs.read_json(meta_path)
+            meta = read_reviewed_eval(meta_path)
         except runs.RunFileError as e:
             raise ReviewError(str(e)) from None
     path = eval_dir / "samples.jsonl"
@@ -154,8 +155,9 @@ def resolve_review_dir(path: Path) -> Path:
     raise ReviewError(f"{path}: no {SLICE_FILE} here or in {path / 'review'} (run `rlvr review export` first)")
 
 
-def load_slice(review_dir: Path) -> tuple[dict[str, Any], list[SliceItem]]:
-    """`(export.json contents, slice items in review order)` of a review folder."""
+def load_slice(review_dir: Path) -> tuple[SliceExport | None, list[SliceItem]]:
+    """`(export.json, slice items in review order)` of a review folder; None for a folder without
+    `export.json` (a slice not written by `rlvr review export`)."""
     path = review_dir / SLICE_FILE
     items = [_row(SliceItem, path, no, row) for no, row in read_jsonl(path)]
     ids = [it.item_id for it in items]
@@ -164,5 +166,8 @@ def load_slice(review_dir: Path) -> tuple[dict[str, Any], list[SliceItem]]:
     if not items:
         raise ReviewError(f"{path}: empty slice")
     meta_path = review_dir / EXPORT_META
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
+    try:
+        meta = read_slice_export(meta_path) if meta_path.exists() else None
+    except runs.RunFileError as e:
+        raise ReviewError(str(e)) from None
     return meta, items

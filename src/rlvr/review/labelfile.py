@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from rlvr.review.items import ReviewError, read_jsonl
 from rlvr.review.store import Label, LabelError, parse_label
@@ -19,7 +18,8 @@ from rlvr.review.store import Label, LabelError, parse_label
 __all__ = ["read_label_file"]
 
 
-def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """`(line number, row)` of a CSV file with a header; the cells a short row lacks are left out."""
     try:
         with path.open(newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)

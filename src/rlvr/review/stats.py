@@ -24,7 +24,6 @@ import itertools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from rlvr.runs.review import (
     Pass1Headline,
     ReviewStats,
     ReviewSummary,
+    SliceExport,
     StratumAgreement,
     StrictHeadline,
     Verifiers,
@@ -165,7 +165,7 @@ def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> Estimate:
     return Estimate(value=float(np.mean(values)), ci=[low, high])
 
 
-def _headline(items: list[SliceItem], cons: dict[str, dict[str, bool]], meta: dict[str, Any], seed: int,
+def _headline(items: list[SliceItem], cons: dict[str, dict[str, bool]], population: SliceExport | None, seed: int,
               n_resamples: int) -> Headline:  # fmt: skip
     v = [float(it.correct) for it in items]
     h = [float(cons[it.item_id]["answer_correct"]) for it in items]
@@ -174,7 +174,7 @@ def _headline(items: list[SliceItem], cons: dict[str, dict[str, bool]], meta: di
     if items:
         low, high = bootstrap_ci(v, seed=seed, n_resamples=n_resamples, paired_with=h)
         diff = Estimate(value=float(np.mean(h) - np.mean(v)), ci=[low, high])
-    n_pop, n_pop_correct = int(meta.get("n_population") or 0), int(meta.get("population_correct") or 0)
+    n_pop, n_pop_correct = (population.n_population, population.population_correct) if population else (0, 0)
     corrected = Estimate()
     if items and n_pop:
         corrected = corrected_accuracy([x > 0 for x in v], [x > 0 for x in h], n_pop_correct / n_pop, n_resamples, seed)
@@ -217,7 +217,7 @@ def _by_stratum(items: list[SliceItem], cons: dict[str, dict[str, bool]]) -> dic
 
 def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> ReviewStats:
     """Everything `stats.json` holds, from a review folder's slice, export metadata and labels."""
-    meta, items = load_slice(review_dir)
+    export, items = load_slice(review_dir)
     labels = LabelStore(review_dir / DB_FILE).labels()
     ids = {it.item_id for it in items}
     labels = [lab for lab in labels if lab.item_id in ids]
@@ -226,10 +226,10 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
     pairs = reviewer_agreement(labels)
     kappas = [p.answer_kappa for p in pairs if p.answer_kappa is not None]
     verifiers = _verifiers(labelled, cons)
-    headline = _headline(labelled, cons, meta, seed, n_resamples)
+    headline = _headline(labelled, cons, export, seed, n_resamples)
     return ReviewStats(
         review_dir=str(review_dir),
-        eval=meta.get("eval", {}),
+        eval=export.eval if export else None,
         seed=seed,
         n_items=len(items),
         n_labelled=len(labelled),

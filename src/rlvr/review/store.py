@@ -99,8 +99,11 @@ class StoredLabel(Label):
     source: str = "web"
     updated_at: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def label(self) -> Label:
+        """The judgement alone, without its version and source."""
+        return Label(
+            self.item_id, self.reviewer, self.answer_correct, self.reasoning_valid, self.error_category, self.note
+        )
 
 
 _TRUE = {"true", "1", "yes", "y"}
@@ -237,7 +240,7 @@ class LabelStore:
         with self._write() as conn:
             for label in labels:
                 current = self._get(conn, label.item_id, label.reviewer)
-                if current is not None and Label(**_label_fields(current)) == label:
+                if current is not None and current.label() == label:
                     counts["unchanged"] += 1
                     continue
                 if current is not None and not overwrite:
@@ -264,7 +267,3 @@ class LabelStore:
     def history_count(self) -> int:
         with self._connect() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM history").fetchone()[0])
-
-
-def _label_fields(s: StoredLabel) -> dict[str, Any]:
-    return {k: getattr(s, k) for k in Label.__dataclass_fields__}

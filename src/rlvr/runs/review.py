@@ -1,29 +1,69 @@
-"""Typed `stats.json` of a review folder (`rlvr review stats`; schema in docs/review.md): what the
-review writes and the audit's check 7 reads. Keys as written (`pass@1`) are the fields' aliases."""
+"""Typed files of a review folder (schemas in docs/review.md): `export.json` (`rlvr review export`: where
+the slice came from) and `stats.json` (`rlvr review stats`: what the audit's check 7 reads). Keys as
+written (`pass@1`) are the fields' aliases."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue, ValidationError
 
-from rlvr.runs.records import _Record, read_record
+from rlvr.runs.io import RunFileError, read_json
+from rlvr.runs.records import _Record, read_record, validation_line
 
 __all__ = [
     "Agreement",
     "AgreementPair",
+    "DifficultyBasis",
     "ClassifierStats",
     "Estimate",
     "Headline",
     "Pass1Headline",
     "ReviewStats",
     "ReviewSummary",
+    "ReviewedEval",
+    "SliceExport",
     "StratumAgreement",
     "StrictHeadline",
     "Verifiers",
     "read_review_stats",
+    "read_reviewed_eval",
+    "read_slice_export",
 ]
+
+
+DifficultyBasis = Literal["pass_rate", "n_steps"]  # what a slice's `difficulty` stratum was computed from
+
+
+class ReviewedEval(_Record):
+    """The evaluation a slice was drawn from, as its `eval.json` recorded it (None where it did not);
+    `export.json` and `stats.json` carry it as `eval`."""
+
+    model: str | None = None
+    task: str | None = None
+    split: str | None = None
+    n_samples: int | None = None
+    temperature: float | None = None
+    metrics: dict[str, JsonValue] | None = None  # copied as written: the review reads none of them
+
+
+class SliceExport(_Record):
+    """`export.json`: the evaluation and seed a slice came from, its size, the verifier's count of
+    correct completions over the whole evaluation (for the corrected pass@1) and the strata tallies."""
+
+    schema_: str = Field("rlvr.review.slice/1", alias="schema")
+    eval_dir: str
+    eval: ReviewedEval = ReviewedEval()
+    seed: int
+    n_requested: int
+    n: int
+    n_population: int
+    population_correct: int
+    difficulty_basis: DifficultyBasis
+    strata_population: dict[str, dict[str, int]]  # dimension -> value -> completions
+    strata_slice: dict[str, dict[str, int]]
+    samples_sha256: str
 
 
 class Estimate(_Record):
@@ -119,7 +159,7 @@ class ReviewStats(_Record):
     schema_version: int = 1
     schema_: str = Field("rlvr.review.stats/1", alias="schema")
     review_dir: str
-    eval: dict[str, Any] = {}  # the evaluation's model, task, split, ... as export.json recorded them
+    eval: ReviewedEval | None = None  # as export.json recorded it; None when the folder has no export.json
     seed: int
     n_items: int
     n_labelled: int
@@ -132,7 +172,7 @@ class ReviewStats(_Record):
     errors: dict[str, int] = {}
     by_stratum: dict[str, dict[str, StratumAgreement]] = {}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The file's contents (keys as written; a verifier the samples lack is left out)."""
         out = self.model_dump(mode="json", by_alias=True)
         out["verifiers"] = {k: v for k, v in out["verifiers"].items() if v is not None}
@@ -142,3 +182,19 @@ class ReviewStats(_Record):
 def read_review_stats(path: str | Path) -> ReviewStats:
     """The `stats.json` of a review folder (or the file itself), validated."""
     return read_record(ReviewStats, path, "stats.json")
+
+
+def read_slice_export(path: str | Path) -> SliceExport:
+    """The `export.json` of a review folder (or the file itself), validated."""
+    return read_record(SliceExport, path, "export.json")
+
+
+def read_reviewed_eval(path: str | Path) -> ReviewedEval:
+    """The fields of an `eval.json` (the file itself) that a review records; the others are neither
+    kept nor checked, so an evaluation folder of any rlvr version can be reviewed."""
+    file = Path(path)
+    raw = read_json(file)
+    try:
+        return ReviewedEval.model_validate({k: raw[k] for k in ReviewedEval.model_fields if k in raw})
+    except ValidationError as e:
+        raise RunFileError(validation_line(file, e)) from None
