@@ -132,3 +132,19 @@ def test_samples_read_typed_and_a_bad_row_names_file_line_and_field(tmp_path: Pa
     write_jsonl(path, [rows[0], {**rows[1], "tokens": "many"}])
     with pytest.raises(RunFileError, match=r"samples.jsonl:2: field 'tokens': "):
         read_samples(path)
+
+
+def test_metrics_log_reads_null_as_nan_and_names_a_bad_line(tmp_path: Path) -> None:
+    from rlvr.runs.metrics import read_metrics
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "train/accuracy": 0.5, "note": "x"}\n{"train/accuracy": null, "lr": 1e-5}\n')
+    log = read_metrics(tmp_path)
+    assert len(log) == 2 and log.has("lr") and not log.has("note")  # a string is not a metric
+    steps, values = log.series("train/accuracy")
+    assert steps == [1, 2] and values[0] == 0.5 and math.isnan(values[1])  # no step: its position
+    assert log.tail_mean("train/accuracy") == 0.5 and log.tail_mean("missing") is None
+    assert read_metrics(tmp_path / "nope.jsonl", missing_ok=True).rows == []
+    path.write_text('{"step": 1}\n{"step": "two"}\n')
+    with pytest.raises(RunFileError, match=r"metrics.jsonl:2: field 'step'"):
+        read_metrics(path)

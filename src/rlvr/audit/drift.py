@@ -195,7 +195,7 @@ def drift_alarms(run: TrainRun, heldout_fallback: PairedChange | None = None) ->
         _length_alarms(run, out)
         _dynamics_alarms(run, out)
         out.hacking = _hacking(run, heldout_fallback, out)
-    out.series = {k: _downsample(*run.series(k)) for k in SERIES if any(k in r for r in run.metrics)}
+    out.series = {k: _downsample(*run.series(k)) for k in SERIES if run.metrics.has(k)}
     return out
 
 

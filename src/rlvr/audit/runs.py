@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr import runs
+from rlvr.runs.metrics import MetricsLog, read_metrics
 
 __all__ = [
     "AuditInputError",
@@ -33,7 +34,6 @@ __all__ = [
     "load_eval_run",
     "load_train_run",
     "model_key",
-    "read_rows",
     "read_samples",
 ]
 
@@ -62,10 +62,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise AuditInputError(str(e)) from None
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Objects of a JSONL file (missing file: none); a bad line raises AuditInputError."""
+def _read_metrics(path: Path) -> MetricsLog:
+    """A run's metrics.jsonl; a bad line raises AuditInputError."""
     try:
-        return runs.read_jsonl(path, missing_ok=True)
+        return read_metrics(path)
     except runs.RunFileError as e:
         raise AuditInputError(str(e)) from None
 
@@ -101,7 +101,7 @@ class TrainRun:
     path: Path
     config: dict[str, Any]
     manifest: runs.Manifest
-    metrics: list[dict[str, Any]]
+    metrics: MetricsLog
     _samples: list[runs.Sample] | None = field(default=None, repr=False)
 
     @property
@@ -119,8 +119,7 @@ class TrainRun:
 
     def series(self, key: str) -> tuple[list[int], list[float]]:
         """Steps and values of one metrics key (NaN where the step did not log it)."""
-        steps = [int(r.get("step", i + 1)) for i, r in enumerate(self.metrics)]
-        return steps, [_num(r.get(key)) for r in self.metrics]
+        return self.metrics.series(key)
 
     def samples(self) -> list[runs.Sample]:
         """Rows of samples/train.jsonl (read once)."""
@@ -186,7 +185,7 @@ def load_train_run(path: Path) -> TrainRun:
         raise AuditInputError(f"{path}: not a GRPO training run (command {what!r}, no rewards in config.yaml)")
     if not (path / "metrics.jsonl").is_file():
         raise AuditInputError(f"{path}: no metrics.jsonl")
-    return TrainRun(path, config, manifest, read_rows(path / "metrics.jsonl"))
+    return TrainRun(path, config, manifest, _read_metrics(path / "metrics.jsonl"))
 
 
 def load_eval_run(path: Path) -> EvalRun:

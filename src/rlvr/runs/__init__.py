@@ -5,6 +5,7 @@ schema version in each JSON file.
     io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
     records   typed `EvalResult` (eval.json), `Manifest` (manifest.json), `JudgeSummary`, `StudyResult`
               (study.json), `RewardAudit`, with their readers
+    metrics   typed `MetricsLog` (metrics.jsonl: rows of numbers per step) and `read_metrics`
     audit     typed `AuditReport` (audit.json): each readiness check's record with its typed evidence
     review    typed `ReviewStats` (a review folder's stats.json)
     search    typed `ScreenResult` (one screening run) and `SearchResults` (results.json)
