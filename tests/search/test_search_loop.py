@@ -16,6 +16,7 @@ from rlvr.cli import app
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
+from rlvr.grpo.config import TrainOverrides
 from rlvr.runs.search import DevScores, ScreenResult, read_search_results
 from rlvr.search import run as search_run
 from rlvr.search.config import SearchConfig
@@ -50,7 +51,9 @@ def _screen_job(model: Path, out: Path, **kw) -> ScreenJob:
     values = {
         "key": "baseline/s1/seed0", "kind": "baseline", "members": (), "model": str(model), "steps": 1, "seed": 0,
         "out": str(out), "eval_n": 3, "eval_samples": 1,
-        "train": {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 8}, "threads": 1},
+        "train": TrainOverrides.model_validate(
+            {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 8}, "threads": 1}
+        ),
     }  # fmt: skip
     values.update(kw)
     return ScreenJob(**values)

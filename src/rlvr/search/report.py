@@ -18,6 +18,9 @@ Sections, in order:
 Any part may be missing or None (a failed control, no ensembles, no test comparisons): the page
 renders with "n/a" or a sentence in their place. Run by `rlvr search` (see rlvr.search.run), or by
 hand: `write_report(read_search_results("OUT"), Path("OUT/search_report.html"))`.
+
+The template reads a typed view (`ReportView` and the small records below it) built from the
+`SearchResults` record (rlvr.runs.search); the plots are drawn from the record itself.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from __future__ import annotations
 import base64
 import io
 import math
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
 import jinja2
 import matplotlib
@@ -35,42 +39,49 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
-from rlvr.runs import clean  # noqa: E402
-from rlvr.runs.search import SearchResults  # noqa: E402
+from rlvr.runs import RewardAudit, clean  # noqa: E402
+from rlvr.runs.search import (  # noqa: E402
+    Calibration,
+    CandidateResult,
+    DevScores,
+    FinalComparison,
+    FinalTest,
+    SearchResults,
+    SeedsResult,
+)
 
 __all__ = ["render_html", "write_report"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _CONTROL, _CAND, _BEST = "#7f7f7f", "#1f77b4", "#d62728"
-_TEST_KEYS = "a b b01 b10 pvalue p_adjusted significant greedy_diff pass1_diff pass1_diff_ci".split()
 
 
 # ---------------------------------------------------------------------------------------- formatting
-def _ok(x: Any) -> bool:
+def _ok(x: object) -> TypeGuard[int | float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _num(x: Any, digits: int = 3) -> str:
+def _num(x: object, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if _ok(x) else "n/a"
 
 
-def _signed(x: Any) -> str:
+def _signed(x: object) -> str:
     return f"{x:+.3f}" if _ok(x) else "n/a"
 
 
-def _ci(x: Any) -> str:
+def _ci(x: object) -> str:
     if isinstance(x, list | tuple) and len(x) == 2 and all(_ok(v) for v in x):
         return f"[{x[0]:.3f}, {x[1]:.3f}]"
     return ""
 
 
-def _pvalue(x: Any) -> str:
+def _pvalue(x: object) -> str:
     if not _ok(x):
         return "n/a"
     return "< 0.001" if x < 1e-3 else f"{x:.3f}"
 
 
-def _duration(seconds: Any) -> str:
+def _duration(seconds: object) -> str:
     if not _ok(seconds):
         return "n/a"
     s = int(round(seconds))
@@ -87,29 +98,34 @@ def _png(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _f1(scores: Any) -> tuple[float | None, list[float] | None]:
-    if not isinstance(scores, dict) or not _ok(scores.get("f1")):
+def _f1(scores: DevScores | None) -> tuple[float | None, list[float] | None]:
+    if scores is None or not _ok(scores.f1):
         return None, None
-    ci = scores.get("f1_ci")
-    return scores["f1"], ci if _ci(ci) else None
+    ci = scores.f1_ci
+    return scores.f1, ci if _ci(ci) else None
 
 
-def _err(value: float, ci: Any) -> list[list[float]] | None:
+def _err(value: float, ci: list[float] | None) -> list[list[float]] | None:
     """Error-bar lengths below and above `value` (never negative, should the interval not hold it)."""
-    return [[max(0.0, value - ci[0])], [max(0.0, ci[1] - value)]] if _ci(ci) else None
+    return [[max(0.0, value - ci[0])], [max(0.0, ci[1] - value)]] if ci is not None and _ci(ci) else None
 
 
-def _trajectory(d: dict[str, Any]) -> Figure | None:
+def _round_numbers(results: SearchResults) -> list[int]:
+    """Every round of the search: those summarised and those a candidate was proposed in."""
+    return sorted({r.round for r in results.rounds} | {c.round for c in results.candidates if c.round is not None})
+
+
+def _trajectory(results: SearchResults) -> Figure | None:
     """Dev F1 of each screened candidate by round (with its CI), the control line and band, best so far."""
-    pts: list[tuple[int, float, list[float] | None, Any]] = []
-    for c in d["candidates"]:
-        f1, ci = _f1(c["scores"])
-        if f1 is not None and c["round"] is not None:
-            pts.append((c["round"], f1, ci, c["steps"]))
-    ctrl, ctrl_ci = _f1(d["control"]["scores"])
+    pts: list[tuple[int, float, list[float] | None, int | None]] = []
+    for c in results.candidates:
+        f1, ci = _f1(c.scores)
+        if f1 is not None and c.round is not None:
+            pts.append((c.round, f1, ci, c.steps))
+    ctrl, ctrl_ci = _f1(results.control.scores)
     if not pts and ctrl is None:
         return None
-    rounds = sorted({r["round"] for r in d["rounds"]} | {p[0] for p in pts}) or [1]
+    rounds = _round_numbers(results) or [1]
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     if ctrl is not None:
         ax.axhline(ctrl, color=_CONTROL, linestyle="--", linewidth=1.2, label=f"control {ctrl:.3f}")
@@ -138,9 +154,10 @@ def _trajectory(d: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def _final(d: dict[str, Any]) -> Figure | None:
+def _final(results: SearchResults) -> Figure | None:
     """Test pass@1 with its 95% CI for each configuration."""
-    rows = [(s["name"], s["accuracy"], s["accuracy_ci"]) for s in d["final"]["scores"] if _ok(s["accuracy"])]
+    scores = results.final.scores if results.final is not None else {}
+    rows = [(name, s.accuracy, s.accuracy_ci) for name, s in scores.items() if _ok(s.accuracy)]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 1.2))
@@ -156,28 +173,29 @@ def _final(d: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def _calibration(d: dict[str, Any]) -> Figure | None:
+def _calibration(results: SearchResults) -> Figure | None:
     """Short-screen F1 against the full run's F1, one point per calibration candidate."""
-    cal = d["calibration"]
-    rows = (cal or {}).get("rows", [])
-    pts = [(r["short_f1"], r["full_f1"]) for r in rows if _ok(r["short_f1"]) and _ok(r["full_f1"])]
-    if not pts:
+    cal = results.calibration
+    rows = cal.rows if cal is not None else []
+    pts = [(r.short_f1, r.full_f1) for r in rows if _ok(r.short_f1) and _ok(r.full_f1)]
+    if cal is None or not pts:
         return None
     fig, ax = plt.subplots(figsize=(4.2, 3.6))
     ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=_CAND, s=18)
     lo, hi = min(min(p) for p in pts), max(max(p) for p in pts)
     ax.plot([lo, hi], [lo, hi], ":", color=_CONTROL, linewidth=1)
-    ax.set(xlabel=f"dev F1 after {cal['short_steps']} steps", ylabel=f"dev F1 after {cal['full_steps']} steps",
+    ax.set(xlabel=f"dev F1 after {cal.short_steps} steps", ylabel=f"dev F1 after {cal.full_steps} steps",
            title="short screen vs full run")  # fmt: skip
     ax.grid(alpha=0.3)
     return fig
 
 
-def _figures(d: dict[str, Any]) -> dict[str, str]:
+def _figures(results: SearchResults) -> dict[str, str]:
+    """Each figure that can be drawn, as base64 PNG by name."""
     out = {}
     for name, draw in (("trajectory", _trajectory), ("final", _final), ("calibration", _calibration)):
         try:
-            fig = draw(d)
+            fig = draw(results)
         except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out, never fatal
             plt.close("all")
             fig = None
@@ -187,127 +205,252 @@ def _figures(d: dict[str, Any]) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------- the view
-def _scores(s: Any) -> dict[str, Any]:
-    s = s if isinstance(s, dict) else {}
-    keys = ("f1", "f1_ci", "accuracy", "accuracy_ci", "answered", "greedy", "n_problems", "n_samples")
-    return {k: s.get(k) for k in keys}
+# What the template reads: the records' values with the derived columns filled in and the missing
+# parts made explicit (a run without scores shows "n/a" in every cell). Reward audits, McNemar tests
+# and the calibration are shown as recorded, so the template reads those records themselves.
+@dataclass(frozen=True)
+class ScoresView:
+    """A configuration's dev or test scores; every field None when there are none (a failed run)."""
+
+    f1: float | None = None
+    f1_ci: list[float] | None = None
+    accuracy: float | None = None
+    accuracy_ci: list[float] | None = None
+    answered: float | None = None
+    greedy: float | None = None
+
+    @classmethod
+    def of(cls, s: DevScores | None) -> ScoresView:
+        if s is None:
+            return cls()
+        return cls(f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered,
+                   greedy=s.greedy)  # fmt: skip
 
 
-def _audit(a: Any) -> dict[str, Any] | None:
-    if not isinstance(a, dict):
-        return None
-    keys = ("reward", "kind", "n", "mean", "std", "mean_correct", "mean_incorrect", "corr_correct", "corr_length")
-    return {**{k: a.get(k) for k in keys}, "flags": [str(f) for f in a.get("flags") or []], "note": a.get("note")}
+@dataclass(frozen=True)
+class RunView:
+    """A screening run without a candidate of its own: the control or one seed of the seed study."""
+
+    status: str
+    scores: ScoresView
+    error: str | None = None
+    seed: int | None = None
 
 
-def _candidate(c: dict[str, Any]) -> dict[str, Any]:
-    status = c.get("status") or "not screened"
+@dataclass(frozen=True)
+class CandidateView:
+    """A leaderboard row, and the candidate's source with its validation in words."""
+
+    rank: int | None
+    name: str
+    round: int | None
+    accepted: bool | None
+    description: str
+    parents: list[str]
+    source: str
+    steps: int | None
+    status: str  # rejected | done | failed | not screened
+    detail: str  # the stage and reason of a rejection, or the error of a failed screen
+    validation: str
+    scores: ScoresView
+    audit: RewardAudit | None
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """One round of the trajectory table: candidates proposed, accepted, screened and failed, and its best."""
+
+    round: int
+    proposed: int
+    accepted: int
+    screened: int
+    failed: int
+    best_f1: float | None
+    best: str | None
+
+
+@dataclass(frozen=True)
+class EnsembleView:
+    """An ensemble (top, diverse or random) in the table against the control and in the audit."""
+
+    kind: str
+    members: list[str]
+    status: str
+    error: str | None
+    scores: ScoresView
+    audit: RewardAudit | None
+
+
+@dataclass(frozen=True)
+class SeedsView:
+    """The seed study: the ensemble retrained, one `RunView` per seed."""
+
+    ensemble: str
+    runs: list[RunView]
+    f1_mean: float | None
+    f1_sd: float | None
+
+
+@dataclass(frozen=True)
+class FinalRow:
+    """One configuration's row of the final test comparison."""
+
+    name: str
+    scores: ScoresView
+
+
+@dataclass(frozen=True)
+class FinalView:
+    """The final test comparison; the sizes None and no rows when it was not reached."""
+
+    n_problems: int | None
+    n_samples: int | None
+    correction: str | None
+    scores: list[FinalRow]
+    tests: list[FinalTest]
+
+
+@dataclass(frozen=True)
+class WinnerView:
+    """A winner in the reward-hacking audit table: the best single candidate or an ensemble."""
+
+    label: str
+    audit: RewardAudit | None
+
+
+@dataclass(frozen=True)
+class SetupView:
+    """The header's settings, as written in results.json's config ("n/a" when absent)."""
+
+    rounds: object
+    candidates: object
+    screen_steps: object
+    dev_n: object
+    dev_samples: object
+    test_n: object
+    test_samples: object
+    seed: object
+    task: object
+    preset: object
+    ensemble_size: object
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """The template's context (besides the plots): the page top to bottom."""
+
+    folder: str
+    base_model: str
+    wall: str
+    proposer: str
+    cfg: SetupView
+    final_steps: object
+    halving: bool
+    base_rewards: list[str]
+    control: RunView
+    rounds: list[RoundView]
+    candidates: list[CandidateView]
+    n_rejected: int
+    n_failed: int
+    ensembles: list[EnsembleView]
+    seeds: SeedsView | None
+    final: FinalView
+    winners: list[WinnerView]
+    calibration: Calibration | None
+
+
+def _candidate(c: CandidateResult) -> CandidateView:
+    status = c.status or "not screened"
     if status == "rejected":
-        detail = f"at {c.get('stage') or '?'}: {c.get('reason') or 'no reason given'}"
+        detail = f"at {c.stage or '?'}: {c.reason or 'no reason given'}"
     elif status == "failed":
-        detail = c.get("error") or "no error recorded"
+        detail = c.error or "no error recorded"
     else:
         detail = ""
-    if c.get("accepted") is None:
+    if c.accepted is None:
         validation = "not validated"
-    elif c["accepted"]:
+    elif c.accepted:
         validation = "accepted (static, load, namespace and probe checks passed)"
     else:
         validation = f"rejected {detail}"
-    return {
-        "rank": c.get("rank"), "name": str(c.get("name") or "?"), "round": c.get("round"),
-        "accepted": c.get("accepted"), "description": c.get("description") or "",
-        "parents": list(c.get("parents") or []),
-        "source": c.get("source") or "", "steps": c.get("steps"), "status": status, "detail": detail,
-        "validation": validation, "scores": _scores(c.get("scores")), "audit": _audit(c.get("reward_audit")),
-    }  # fmt: skip
+    return CandidateView(
+        rank=c.rank, name=c.name or "?", round=c.round, accepted=c.accepted, description=c.description,
+        parents=list(c.parents), source=c.source, steps=c.steps, status=status, detail=detail, validation=validation,
+        scores=ScoresView.of(c.scores), audit=c.reward_audit,
+    )  # fmt: skip
 
 
-def _rounds(d: dict[str, Any], cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    nums = {r.get("round") for r in d.get("rounds") or [] if isinstance(r, dict)} | {c["round"] for c in cands}
+def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundView]:
     out = []
-    for rnd in sorted(r for r in nums if isinstance(r, int)):
-        mine = [c for c in cands if c["round"] == rnd]
-        done = [c for c in mine if _ok(c["scores"]["f1"])]
-        best = max(done, key=lambda c: c["scores"]["f1"], default=None)
-        out.append({"round": rnd, "proposed": len(mine), "accepted": sum(bool(c["accepted"]) for c in mine),
-                    "screened": len(done), "failed": sum(c["status"] == "failed" for c in mine),
-                    "best_f1": best["scores"]["f1"] if best else None,
-                    "best": best["name"] if best else None})  # fmt: skip
+    for rnd in _round_numbers(results):
+        mine = [c for c in cands if c.round == rnd]
+        done = [c for c in mine if _ok(c.scores.f1)]
+        best = max(done, key=lambda c: c.scores.f1 or 0.0, default=None)  # every f1 in `done` is a number
+        out.append(RoundView(round=rnd, proposed=len(mine), accepted=sum(bool(c.accepted) for c in mine),
+                             screened=len(done), failed=sum(c.status == "failed" for c in mine),
+                             best_f1=best.scores.f1 if best else None, best=best.name if best else None))  # fmt: skip
     return out
 
 
-def _final_view(f: Any) -> dict[str, Any]:
-    f = f if isinstance(f, dict) else {}
-    scores = [{"name": str(k), **_scores(v)} for k, v in (f.get("scores") or {}).items()]
-    tests = [{k: t.get(k) for k in _TEST_KEYS} for t in f.get("tests") or []]
-    keys = ("split", "n_problems", "n_samples", "correction")
-    return {**{k: f.get(k) for k in keys}, "scores": scores, "tests": tests}
+def _final_view(f: FinalComparison | None) -> FinalView:
+    if f is None:
+        return FinalView(n_problems=None, n_samples=None, correction=None, scores=[], tests=[])
+    scores = [FinalRow(name, ScoresView.of(s)) for name, s in f.scores.items()]
+    return FinalView(n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores,
+                     tests=list(f.tests))  # fmt: skip
 
 
-def _seeds_view(s: Any) -> dict[str, Any] | None:
-    if not isinstance(s, dict) or not s.get("runs"):
+def _seeds_view(s: SeedsResult | None) -> SeedsView | None:
+    if s is None or not s.runs:
         return None
-    runs = [{"seed": r.get("seed"), "status": r.get("status") or "?", "scores": _scores(r.get("scores"))}
-            for r in s["runs"]]  # fmt: skip
-    return {"ensemble": s.get("ensemble"), "runs": runs, "f1_mean": s.get("f1_mean"), "f1_sd": s.get("f1_sd")}
+    runs = [RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores)) for r in s.runs]
+    return SeedsView(ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd)
 
 
-def _calibration_view(cal: Any) -> dict[str, Any] | None:
-    if not isinstance(cal, dict):
-        return None
-    keys = ("short_steps", "full_steps", "n", "tau_short_full", "p_short_full", "tau_seeds", "p_seeds")
-    rows = [{k: r.get(k) for k in ("name", "short_f1", "full_f1", "full_f1_seed2")} for r in cal.get("rows") or []]
-    return {**{k: cal.get(k) for k in keys}, "rows": rows}
-
-
-def _view(results: SearchResults, path: Path) -> dict[str, Any]:
-    """The template's context: the results as plain values, with the derived columns filled in."""
-    r = clean(results.to_json())
-    cfg = r.get("config") or {}
-    cands = [_candidate(c) for c in r.get("candidates") or []]
-    ctrl = r.get("control") or {}
-    ensembles = [{"kind": str(e.get("kind") or "?"), "members": list(e.get("members") or []),
-                  "status": e.get("status") or "?", "error": e.get("error"), "scores": _scores(e.get("scores")),
-                  "audit": _audit(e.get("reward_audit"))} for e in r.get("ensembles") or []]  # fmt: skip
-    best = min((c for c in cands if c["rank"] is not None), key=lambda c: c["rank"], default=None)
-    winners = ([{"label": f"best single ({best['name']})", "audit": best["audit"]}] if best else []) + [
-        {"label": f"{e['kind']} ensemble", "audit": e["audit"]} for e in ensembles
+def _view(results: SearchResults, path: Path) -> ReportView:
+    """The template's context: the results with the derived columns filled in."""
+    cfg = clean(results.config)  # the config as written: any field may be absent
+    proposer, halving = cfg.get("proposer") or {}, cfg.get("halving") or {}
+    cands = [_candidate(c) for c in results.candidates]
+    ctrl = results.control
+    ensembles = [EnsembleView(kind=e.kind or "?", members=list(e.members), status=e.status or "?", error=e.error,
+                              scores=ScoresView.of(e.scores), audit=e.reward_audit)
+                 for e in results.ensembles]  # fmt: skip
+    best = min((c for c in cands if c.rank is not None), key=lambda c: c.rank or 0, default=None)
+    winners = ([WinnerView(f"best single ({best.name})", best.audit)] if best else []) + [
+        WinnerView(f"{e.kind} ensemble", e.audit) for e in ensembles
     ]
-    proposer = cfg.get("proposer") or {}
-    halving = cfg.get("halving") or {}
-    return {
-        "folder": Path(cfg.get("out") or path.parent).name or str(path.parent),
-        "base_model": r.get("base_model") or cfg.get("base_model") or "n/a",
-        "wall": _duration(r.get("wall_s")),
-        "proposer": proposer.get("kind", "n/a") + (f" ({proposer['model']})" if proposer.get("model") else ""),
-        "cfg": {k: cfg.get(k, "n/a") for k in ("rounds", "candidates", "screen_steps", "dev_n", "dev_samples",
-                                               "test_n", "test_samples", "seed", "task", "preset", "ensemble_size")},
-        "final_steps": cfg.get("final_steps") or cfg.get("screen_steps", "n/a"),
-        "halving": bool(halving.get("enabled")),
-        "base_rewards": [str(b.get("name")) for b in cfg.get("base_rewards") or [] if isinstance(b, dict)],
-        "control": {"status": ctrl.get("status") or "?", "error": ctrl.get("error"),
-                    "scores": _scores(ctrl.get("scores"))},
-        "rounds": _rounds(r, cands),
-        "candidates": cands,
-        "n_rejected": sum(c["status"] == "rejected" for c in cands),
-        "n_failed": sum(c["status"] == "failed" for c in cands),
-        "ensembles": ensembles,
-        "seeds": _seeds_view(r.get("seeds")),
-        "final": _final_view(r.get("final")),
-        "winners": winners,
-        "calibration": _calibration_view(r.get("calibration")),
-    }  # fmt: skip
+    return ReportView(
+        folder=Path(cfg.get("out") or path.parent).name or str(path.parent),
+        base_model=results.base_model or cfg.get("base_model") or "n/a",
+        wall=_duration(results.wall_s),
+        proposer=proposer.get("kind", "n/a") + (f" ({proposer['model']})" if proposer.get("model") else ""),
+        cfg=SetupView(**{f.name: cfg.get(f.name, "n/a") for f in fields(SetupView)}),
+        final_steps=cfg.get("final_steps") or cfg.get("screen_steps", "n/a"),
+        halving=bool(halving.get("enabled")),
+        base_rewards=[str(b.get("name")) for b in cfg.get("base_rewards") or [] if isinstance(b, dict)],
+        control=RunView(status=ctrl.status or "?", error=ctrl.error, scores=ScoresView.of(ctrl.scores)),
+        rounds=_rounds(results, cands),
+        candidates=cands,
+        n_rejected=sum(c.status == "rejected" for c in cands),
+        n_failed=sum(c.status == "failed" for c in cands),
+        ensembles=ensembles,
+        seeds=_seeds_view(results.seeds),
+        final=_final_view(results.final),
+        winners=winners,
+        calibration=results.calibration,
+    )
 
 
 def render_html(results: SearchResults, path: Path = Path("search_report.html"), plots: bool = True) -> str:
     """The report as a string; `path` only names the output folder when the config does not."""
-    d = _view(results, path)
+    view = _view(results, path)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters.update(num=_num, signed=_signed, ci=_ci, pvalue=_pvalue)
-    return env.get_template("search_report.html.j2").render(**d, plots=_figures(d) if plots else {})
+    context = {f.name: getattr(view, f.name) for f in fields(view)}  # shallow: the template reads the views
+    return env.get_template("search_report.html.j2").render(**context, plots=_figures(results) if plots else {})
 
 
 def write_report(results: SearchResults, path: Path) -> Path:

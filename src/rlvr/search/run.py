@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr.grpo.config import TrainOverrides
 from rlvr.runs import RunDir, write_json
 from rlvr.runs.search import (
     CandidateResult,
@@ -106,16 +107,17 @@ class Search:
         self.base: str = ""
 
     # ------------------------------------------------------------------ helpers
-    def _train_values(self) -> dict[str, Any]:
+    def _train_overrides(self) -> TrainOverrides:
+        """What every screening run trains with: `train`, the base rewards, the task and the threads."""
         c = self.cfg
-        return {**c.train.values(), "rewards": [r.model_dump() for r in c.base_rewards], "task": c.task,
-                "preset": c.preset, "threads": c.threads}  # fmt: skip
+        return TrainOverrides.model_validate({**c.train.values(), "rewards": [r.model_dump() for r in c.base_rewards],
+                                              "task": c.task, "preset": c.preset, "threads": c.threads})  # fmt: skip
 
     def job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
         c = self.cfg
         return ScreenJob(
             key=key, kind=kind, members=tuple((m.name, m.source) for m in members), model=self.base, steps=steps,
-            seed=seed, out=str(self.out / "screens" / key.replace("/", "__")), train=self._train_values(),
+            seed=seed, out=str(self.out / "screens" / key.replace("/", "__")), train=self._train_overrides(),
             candidate_weight=c.candidate_weight, candidate_timeout_s=c.candidate_timeout_s,
             unsafe_no_sandbox=c.unsafe_no_sandbox, eval_split="dev", eval_n=c.dev_n, eval_samples=c.dev_samples,
         )  # fmt: skip

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rlvr.config import SamplingConfig
+from rlvr.grpo.config import TrainConfig, TrainOverrides
 from rlvr.rewards.combine import weighted_sum
 from rlvr.runs.search import DevScores, PerProblem, ScreenResult, TrainSummary
 
@@ -49,7 +50,7 @@ class ScreenJob:
     steps: int
     seed: int
     out: str
-    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig values (base rewards included)
+    train: TrainOverrides = field(default_factory=TrainOverrides)  # TrainConfig fields (base rewards included)
     candidate_weight: float = 1.0
     candidate_timeout_s: float = 10.0
     unsafe_no_sandbox: bool = False
@@ -163,9 +164,8 @@ def _nanmean(values: list[Any]) -> float | None:
 
 def _train_config(job: ScreenJob):
     from rlvr.config import load_config
-    from rlvr.grpo.config import TrainConfig
 
-    values = {**job.train, "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
+    values = {**job.train.values(), "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
               "eval_every": 0, "save_every": 0}  # fmt: skip
     # the runner's per-reward timeout must outlast one sandboxed call per member
     floor = (len(job.members) + 1) * job.candidate_timeout_s
