@@ -143,7 +143,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
                 "step": step,
                 "sft/loss": loss.item(),
                 "sft/grad_norm": grad_norm.item(),
-                "sft/lr": sched.get_last_lr()[0],
+                "sft/lr": float(sched.get_last_lr()[0]),
                 "time/elapsed_s": time.time() - t0,
             }
             run.log(row)

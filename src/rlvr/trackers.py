@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -44,7 +44,7 @@ def check_installed(names: list[str]) -> list[str]:
     return names
 
 
-def _scalars(row: dict[str, Any]) -> dict[str, float]:
+def _scalars(row: Mapping[str, float]) -> dict[str, float]:
     """The finite numbers of a metrics row, without `step` (it is the x-axis)."""
     out = {}
     for k, v in row.items():
@@ -125,7 +125,7 @@ class Trackers:
     def __init__(self, names: list[str], run: Path, config: dict[str, Any]) -> None:
         self.open: list[Tracker] = [_OPEN[n](run, config) for n in names]
 
-    def log(self, row: dict[str, Any]) -> None:
+    def log(self, row: Mapping[str, float]) -> None:
         metrics = _scalars(row)
         step = int(row.get("step", 0))
         for t in self.open:

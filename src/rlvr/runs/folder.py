@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -217,11 +218,11 @@ class RunDir:
             return
         write_json(self.path / "manifest.json", self.manifest)
 
-    def log(self, metrics: dict[str, Any]) -> None:
+    def log(self, metrics: Mapping[str, float]) -> None:
         """Append one step's metrics to metrics.jsonl (flushed, so a crash loses nothing logged)."""
         if not self.writes:
             return
-        append_jsonl(self.path / "metrics.jsonl", [metrics])
+        append_jsonl(self.path / "metrics.jsonl", [dict(metrics)])
         if self.trackers is not None:
             self.trackers.log(metrics)
 
