@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from rlvr.runs.io import RunFileError, iter_jsonl
 
 __all__ = ["MetricsLog", "MetricsRow", "read_metrics"]
@@ -63,7 +65,7 @@ class MetricsLog:
         """
         rows = self.rows[-last:] if last else self.rows
         xs = [v for r in rows if math.isfinite(v := r.get(key))]
-        return sum(xs) / len(xs) if xs else None
+        return float(np.mean(xs)) if xs else None
 
 
 def _number(v: object) -> float | None:

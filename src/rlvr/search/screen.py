@@ -18,7 +18,6 @@ answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap ov
 from __future__ import annotations
 
 import functools
-import math
 import shutil
 import time
 import traceback
@@ -31,6 +30,7 @@ import numpy as np
 from rlvr.config import SamplingConfig
 from rlvr.grpo.config import TrainConfig, TrainOverrides
 from rlvr.rewards.combine import weighted_sum
+from rlvr.runs.metrics import MetricsLog
 from rlvr.runs.search import DevScores, PerProblem, ScreenResult, TrainSummary
 
 __all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
@@ -156,12 +156,6 @@ def evaluate_model(
     return out
 
 
-def _nanmean(values: list[Any]) -> float | None:
-    """Mean of the numbers (metrics.jsonl writes NaN as null); None when there are none."""
-    xs = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
-    return float(np.mean(xs)) if xs else None
-
-
 def _train_config(job: ScreenJob):
     from rlvr.config import load_config
 
@@ -192,15 +186,14 @@ def _load_members(job: ScreenJob) -> EnsembleReward | None:
     return EnsembleReward(members, job.candidate_weight)
 
 
-def _train_summary(rows: list[dict[str, Any]], reward: EnsembleReward | None) -> TrainSummary:
-    last = rows[-10:]
+def _train_summary(log: MetricsLog, reward: EnsembleReward | None) -> TrainSummary:
     return TrainSummary(
-        accuracy_last10=_nanmean([r.get("train/accuracy") for r in last]),
-        reward_last10=_nanmean([r.get("reward/total/mean") for r in last]),
+        accuracy_last10=log.tail_mean("train/accuracy", last=10),
+        reward_last10=log.tail_mean("reward/total/mean", last=10),
         candidate_errors=sum(m.errors for m in reward.members) if reward is not None else 0,
-        candidate_none_frac=_nanmean([r.get("reward/candidate/none_frac") for r in rows]) if reward else 0.0,
+        candidate_none_frac=log.tail_mean("reward/candidate/none_frac") if reward else 0.0,
         candidate_last_errors=sorted({m.last_error for m in reward.members if m.last_error})[:3] if reward else [],
-        steps_run=len(rows),
+        steps_run=len(log),
     )
 
 
@@ -208,7 +201,8 @@ def run_screen(job: ScreenJob) -> ScreenResult:
     """Train, evaluate on `job.eval_split`, and return the result; never raises."""
     from rlvr.audit.drift import reward_flags
     from rlvr.grpo.trainer import GRPOTrainer
-    from rlvr.runs import read_jsonl, read_samples
+    from rlvr.runs import read_samples
+    from rlvr.runs.metrics import read_metrics
 
     t0 = time.time()
     result = ScreenResult(key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed,
@@ -219,7 +213,7 @@ def run_screen(job: ScreenJob) -> ScreenResult:
         cfg = _train_config(job)
         reward = _load_members(job)
         run_dir = GRPOTrainer(cfg, extra_rewards={"candidate": reward} if reward else None).train()
-        train = _train_summary(read_jsonl(run_dir / "metrics.jsonl"), reward)
+        train = _train_summary(read_metrics(run_dir), reward)
         scores = evaluate_model(
             run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
             seed=job.seed, sampling=cfg.sampling, threads=cfg.threads,
