@@ -16,6 +16,8 @@ import torch
 
 from rlvr import cli
 from rlvr.evaluate.evaluation import EvalConfig
+from rlvr.runs import read_eval
+from rlvr.runs.records import EvalSample
 
 EVAL_KEYS = {
     "model", "task", "preset", "split", "data_hash", "n_problems", "n_samples", "temperature", "top_p",
@@ -68,6 +70,12 @@ def check_eval_folder(path: Path, split: str) -> dict:
     assert len(e["per_problem"]) == 5 and all(r["n"] == 2 and 0 <= r["correct"] <= 2 for r in e["per_problem"])
     rows = [json.loads(x) for x in (path / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 10 and set(rows[0]) == SAMPLE_KEYS
+    assert [list(r) for r in rows] == [list(EvalSample.model_fields)] * 10  # every row in the record's order
+    # fidelity and the difficulty breakdown read back typed, under the file's keys
+    typed = read_eval(path)
+    assert typed.fidelity.overall is not None and typed.fidelity.overall.n_completions == 10
+    assert "cot_pass@1" in e["fidelity"]["overall"] and set(typed.fidelity.by_steps) == set(typed.by_difficulty)
+    assert sum(d.n_problems for d in typed.by_difficulty.values()) == 5 and "pass@1" in e["by_difficulty"]["1"]
     assert len((path / "samples_greedy.jsonl").read_text().splitlines()) == 5
     return e
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.evaluate.plots import metric_series, write_compare_plots, write_eval_plots
+from rlvr.runs import read_eval
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -59,4 +60,4 @@ def test_only_pass_at_1(tmp_path: Path) -> None:
     e = {"task": "arith", "split": "test", "metrics": {"pass@1": metric(0.5, 1, 20.0)}, "per_problem": []}
     (d / "eval.json").write_text(json.dumps(e))
     assert all(p.is_file() for p in write_eval_plots(d))
-    assert metric_series(e["metrics"], "maj") == [(1, 0.5, 0.4, 0.6, 20.0)]
+    assert metric_series(read_eval(d).metrics, "maj") == [(1, 0.5, 0.4, 0.6, 20.0)]

@@ -74,10 +74,10 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
 
 
 def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
-    for name, preset in STUDY_PRESETS.items():
-        cfg = load_config(StudyConfig, None, {}, base=dict(preset))
+    for name, conditions in STUDY_PRESETS.items():
+        cfg = load_config(StudyConfig, None, {}, base={"conditions": conditions})
         assert cfg.conditions[0].kind == "base", name
-    gran = load_config(StudyConfig, None, {}, base=dict(STUDY_PRESETS["granularity"]))
+    gran = load_config(StudyConfig, None, {}, base={"conditions": STUDY_PRESETS["granularity"]})
     assert [c.name for c in gran.conditions] == ["base", "outcome", "process", "hybrid-0.9", "hybrid-0.5", "hybrid-0.1"]
     bad = [
         ({"conditions": [{"name": "a"}, {"name": "a"}]}, "condition names repeat: a"),
@@ -85,10 +85,17 @@ def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
         ({"conditions": [{"name": "b", "kind": "base", "train": {"lr": 1}}]}, "apply to grpo conditions only"),
         ({"conditions": [{"name": "../x"}]}, "field 'conditions.0.name'"),
         ({"conditions": []}, "field 'conditions'"),
+        ({"conditions": [{"name": "b", "kind": "base"}], "judge": {"modle": "m"}}, "field 'judge.modle'"),
+        ({"conditions": [{"name": "b", "kind": "base"}], "judge": {"n": 0}}, "field 'judge.n'"),
     ]
     for values, message in bad:
         with pytest.raises(ConfigError, match=message):
             load_config(StudyConfig, None, values)
+    # the judge's settings are checked on load and written as given (no defaults, no environment)
+    judged = load_config(StudyConfig, None, {"conditions": [{"name": "b", "kind": "base"}],
+                                             "judge": {"model": "m", "n": 5}})  # fmt: skip
+    assert judged.judge is not None and judged.judge.n == 5 and judged.judge.max_retries == 3
+    assert judged.model_dump(mode="json")["judge"] == {"model": "m", "n": 5}
 
 
 def test_a_bad_condition_is_refused_before_the_folder_is_touched(tmp_path: Path, tiny_model_dir: Path) -> None:
@@ -112,7 +119,11 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
         d.mkdir()
         rows = [{"id": f"p{i}", "n": 2, "correct": c, "tokens": 5.0, "greedy": g}
                 for i, (c, g) in enumerate(zip(correct, greedy, strict=True))]  # fmt: skip
-        (d / "eval.json").write_text(json.dumps({"task": "arith", "split": "test", "metrics": {}, "per_problem": rows}))
+        overall = {"n_completions": 8, "cot_pass@1": sum(correct) / 8, "trace_validity": sum(correct) / 16,
+                   "chain_length_deviation": 1.0, "process_step_ratio": 0.5, "valid_given_correct": None}  # fmt: skip
+        fidelity = {"overall": overall, "by_steps": {"1": overall}}
+        e = {"task": "arith", "split": "test", "metrics": {}, "per_problem": rows, "fidelity": fidelity}
+        (d / "eval.json").write_text(json.dumps(e))
         return str(d)
 
     results = {
@@ -132,6 +143,10 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
     assert p1.diff == pytest.approx(0.8125 - 0.375) and p1.diff_per_seed == pytest.approx([0.375, 0.5])
     # greedy pairs: seed 0 flips p0 (b01=1), seed 1 flips p0 and p1 (b01=2): exact McNemar p = 2 * 0.5^3
     assert g.metric == "greedy" and g.pvalue == pytest.approx(0.25) and g.diff_per_seed == [0.25, 0.5]
+    assert p1.pvalue_per_seed is None and g.pvalue_per_seed is not None and len(g.pvalue_per_seed) == 2
+    # fidelity: each run's overall block, pooled over seeds
+    assert study.condition("a").runs[0].fidelity["cot_pass@1"] == 0.75
+    assert a.fidelity["trace_validity"].mean == pytest.approx((6 / 16 + 7 / 16) / 2)
     holm = adjust_pvalues([p1.pvalue, g.pvalue], "holm")
     assert [t.pvalue_adj for t in study.comparisons] == pytest.approx(holm)
     assert study.to_json()["conditions"][1]["pooled"]["pass@1"]["value"] == a.pass_at_1.value  # the file's keys

@@ -31,20 +31,21 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 from rlvr.evaluate.metrics import pass_at_k_array
 from rlvr.evaluate.stats import Correction, adjust_pvalues, mcnemar, paired_diff_ci
-from rlvr.runs import EvalResult, ProblemResult, RunFileError, read_eval, read_judge, write_json
+from rlvr.runs import EvalResult, Metric, ProblemResult, RunFileError, read_eval, read_judge, write_json
 
 __all__ = [
     "BudgetMatch",
     "CompareError",
     "Comparison",
     "Correction",
+    "Discordant",
     "PairedTest",
     "Pairs",
     "RunSummary",
@@ -82,9 +83,17 @@ class RunSummary:
     n_problems: int
     n_samples: int
     tokens_per_sample: float
-    metrics: dict[str, dict[str, Any]]
+    metrics: dict[str, Metric]  # as eval.json holds them
     judge: dict[str, int] | None = None  # error categories from `rlvr judge` (judge.json), when judged
     judge_model: str | None = None
+
+
+class Discordant(TypedDict, total=False):
+    """McNemar's discordant problems of a greedy test: right only in `a` (b10) or only in `b` (b01);
+    empty for the other tests."""
+
+    b01: int
+    b10: int
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,7 @@ class PairedTest:
     tokens_b: float = math.nan
     budget_ratio: float = math.nan
     budget_matched: bool = False
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: Discordant = field(default_factory=Discordant)
 
 
 @dataclass(frozen=True)
@@ -151,8 +160,14 @@ class Comparison:
     warnings: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (tuples become lists)."""
-        return json.loads(json.dumps(asdict(self)))
+        """A JSON-ready dict (tuples become lists; each run's metrics as its eval.json holds them)."""
+        return json.loads(json.dumps(asdict(self), default=_metric_json))
+
+
+def _metric_json(m: object) -> object:
+    if isinstance(m, Metric):
+        return m.model_dump(exclude_unset=True)
+    raise TypeError(f"{type(m).__name__} is not JSON serializable")
 
 
 def budget_ratio(tokens_a: float, tokens_b: float) -> float:
@@ -221,7 +236,7 @@ def _summary(name: str, path: Path, e: EvalResult) -> RunSummary:
         name=name, path=str(path), model=e.model, task=e.task, preset=e.preset, split=e.split,
         data_hash=e.data_hash, n_problems=e.n_problems if e.n_problems is not None else len(e.per_problem),
         n_samples=e.n_samples or 0, tokens_per_sample=e.tokens_per_sample or 0.0,
-        metrics={k: m.model_dump(exclude_unset=True) for k, m in e.metrics.items()},
+        metrics=dict(e.metrics),
         judge=judged.categories if judged else None, judge_model=judged.model if judged else None,
     )  # fmt: skip
 
@@ -318,7 +333,7 @@ def paired_tests(
         out.append(
             make(metric="greedy", value_a=float(ga.mean()), value_b=float(gb.mean()), diff=diff, ci=(low, high),
                  test="McNemar" + (" exact" if m.exact else " chi2"), pvalue=m.pvalue,
-                 detail={"b01": m.b01, "b10": m.b10})
+                 detail=Discordant(b01=m.b01, b10=m.b10))
         )  # fmt: skip
     return out
 
@@ -442,9 +457,8 @@ def write_comparison(c: Comparison, out_dir: Path) -> Path:
     return write_json(out_dir / "compare.json", c.to_json())
 
 
-def _ci(ci: tuple[float, float] | list[float], signed: bool = True) -> str:
-    f = "{:+.3f}" if signed else "{:.3f}"
-    return f"{f.format(ci[0])}..{f.format(ci[1])}"
+def _ci(ci: tuple[float, float]) -> str:
+    return f"{ci[0]:+.3f}..{ci[1]:+.3f}"
 
 
 def _budget(matched: bool, ratio: float) -> str:
@@ -462,7 +476,8 @@ def comparison_tables(c: Comparison) -> list[Any]:
     runs = table("Runs: each metric on the run's own problems", ("run", "metric", "value", "95% CI", "tok/problem"))
     for r in c.runs:
         for name, v in r.metrics.items():
-            runs.add_row(r.name, name, f"{v['value']:.3f}", _ci(v["ci"], False), f"{v['tokens_per_problem']:.1f}")
+            lo, hi = v.ci or (None, None)
+            runs.add_row(r.name, name, f"{v.value:.3f}", f"{lo:.3f}..{hi:.3f}", f"{v.tokens_per_problem:.1f}")
     out = [runs]
     for a, b in dict.fromkeys((t.a, t.b) for t in c.tests):
         tests = [t for t in c.tests if (t.a, t.b) == (a, b)]

@@ -13,7 +13,7 @@ import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import torch
@@ -29,6 +29,7 @@ from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runs import EvalResult, Metric, ProblemResult, RunDir, check_out
+from rlvr.runs.records import DifficultyResult, EvalSample
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval"]
@@ -74,7 +75,7 @@ def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) 
 @dataclass(frozen=True)
 class Summary:
     metrics: dict[str, Metric]
-    by_difficulty: dict[str, dict[str, float]]
+    by_difficulty: dict[str, DifficultyResult]
     per_problem: list[ProblemResult]
 
 
@@ -103,42 +104,45 @@ def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | 
         )
         for i, p in enumerate(problems)
     ]
-    by_diff: dict[str, dict[str, float]] = {}
+    by_diff: dict[str, DifficultyResult] = {}
     steps = np.array([p.n_steps for p in problems])
     for s in sorted(set(steps.tolist())):
         m = steps == s
-        by_diff[str(s)] = {"n_problems": int(m.sum()), "pass@1": float(sampled.correct[m].mean())}
-        if greedy is not None:
-            by_diff[str(s)]["greedy"] = float(greedy.correct[m, 0].mean())
+        by_diff[str(s)] = DifficultyResult(
+            n_problems=int(m.sum()), pass_at_1=float(sampled.correct[m].mean()),
+            **({"greedy": float(greedy.correct[m, 0].mean())} if greedy is not None else {}),
+        )  # fmt: skip
     return Summary(metrics, by_diff, per_problem)
 
 
-def _sample_rows(
-    problems: list[Problem], scored: Scored, temperature: float, prompts: list[str]
-) -> list[dict[str, Any]]:
+def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, prompts: list[str]) -> list[EvalSample]:
     rows = []
     for i, p in enumerate(problems):
         for j, text in enumerate(scored.texts[i]):
             rows.append(
-                {
-                    "problem_id": p.id,
-                    "question": p.question,
-                    "prompt": prompts[i],
-                    "gold": p.answer,
-                    "gold_solution": p.solution,
-                    "gold_steps": [[s.expr, s.result] for s in p.steps],
-                    "n_steps": p.n_steps,
-                    "sample": j,
-                    "temperature": temperature,
-                    "completion": text,
-                    "parsed": scored.parsed[i][j],
-                    "correct": bool(scored.correct[i, j]),
-                    "reason": scored.reasons[i][j],
-                    "tokens": int(scored.tokens[i, j]),
-                    "truncated": bool(scored.truncated[i, j]),
-                }
+                EvalSample(
+                    problem_id=p.id,
+                    question=p.question,
+                    prompt=prompts[i],
+                    gold=p.answer,
+                    gold_solution=p.solution,
+                    gold_steps=[(s.expr, s.result) for s in p.steps],
+                    n_steps=p.n_steps,
+                    sample=j,
+                    temperature=temperature,
+                    completion=text,
+                    parsed=scored.parsed[i][j],
+                    correct=bool(scored.correct[i, j]),
+                    reason=scored.reasons[i][j],
+                    tokens=int(scored.tokens[i, j]),
+                    truncated=bool(scored.truncated[i, j]),
+                )
             )
     return rows
+
+
+def _write_samples(run: RunDir, name: str, rows: list[EvalSample]) -> None:
+    run.write_jsonl(name, [r.model_dump(mode="json") for r in rows])
 
 
 def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit: int | None, task: str) -> None:
@@ -218,10 +222,10 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
         sampler.close()
     gen_s = time.perf_counter() - t0
     result = _result(cfg, str(path), problems, data_hash, fmt.fmt, sampler.engine, sampled, greedy, gen_s)
-    run.write_json("eval.json", result.model_dump(mode="json", exclude_unset=True))
-    run.write_jsonl("samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
+    run.write_json("eval.json", result.model_dump(mode="json", by_alias=True, exclude_unset=True))
+    _write_samples(run, "samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
-        run.write_jsonl("samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
+        _write_samples(run, "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
     if cfg.plots:
         write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)

@@ -10,10 +10,9 @@ Reported overall and stratified by gold step count (the difficulty axis), beside
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from rlvr.runs.records import Fidelity, FidelityBlock
 from rlvr.tasks import Problem
 from rlvr.verify import match_steps, parse_number, parse_steps
 
@@ -40,8 +39,9 @@ def trace_fidelity(text: str, parsed: str | None, gold_steps) -> tuple[bool, int
     return all(s.valid for s in steps) and consistent, dev, ratio
 
 
-def fidelity_metrics(problems: list[Problem], scored) -> dict[str, Any]:
-    """Fidelity over all samples, overall and by gold step count; `scored` is a runner.Scored."""
+def fidelity_metrics(problems: list[Problem], scored) -> Fidelity:
+    """Fidelity over all samples, overall and by gold step count (eval.json's `fidelity`); `scored` is a
+    runner.Scored."""
     rows = []
     for i, p in enumerate(problems):
         for j, text in enumerate(scored.texts[i]):
@@ -49,17 +49,18 @@ def fidelity_metrics(problems: list[Problem], scored) -> dict[str, Any]:
             rows.append((p.n_steps, bool(scored.correct[i, j]), valid, dev, ratio))
     arr = np.array(rows, dtype=np.float64).reshape(-1, 5)
 
-    def block(m: np.ndarray) -> dict[str, float]:
+    def block(m: np.ndarray) -> FidelityBlock:
         a = arr[m]
-        return {
-            "n_completions": int(m.sum()),
-            "cot_pass@1": float(a[:, 1].mean()),
-            "trace_validity": float(a[:, 2].mean()),
-            "chain_length_deviation": float(a[:, 3].mean()),
-            "process_step_ratio": float(a[:, 4].mean()),
-            "valid_given_correct": float(a[a[:, 1] == 1, 2].mean()) if (a[:, 1] == 1).any() else float("nan"),
-        }
+        return FidelityBlock(
+            n_completions=int(m.sum()),
+            cot_pass_at_1=float(a[:, 1].mean()),
+            trace_validity=float(a[:, 2].mean()),
+            chain_length_deviation=float(a[:, 3].mean()),
+            process_step_ratio=float(a[:, 4].mean()),
+            valid_given_correct=float(a[a[:, 1] == 1, 2].mean()) if (a[:, 1] == 1).any() else float("nan"),
+        )
 
-    out: dict[str, Any] = {"overall": block(np.ones(len(arr), dtype=bool))}
-    out["by_steps"] = {str(int(s)): block(arr[:, 0] == s) for s in np.unique(arr[:, 0])}
-    return out
+    return Fidelity(
+        overall=block(np.ones(len(arr), dtype=bool)),
+        by_steps={str(int(s)): block(arr[:, 0] == s) for s in np.unique(arr[:, 0])},
+    )

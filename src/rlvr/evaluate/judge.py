@@ -35,6 +35,7 @@ from pydantic import Field
 
 from rlvr.config import StrictModel
 from rlvr.runs import JudgeSummary, RunFileError, Sample, read_samples, write_json, write_jsonl
+from rlvr.runs.records import JudgedSample
 
 __all__ = [
     "CATEGORIES",
@@ -294,7 +295,7 @@ def judge_samples(
     rows = _select(_read_samples(eval_dir), n, only_incorrect, seed)
     resolved = resolve_config(cfg)
     judge = Judge(resolved, JudgeCache(Path(resolved.cache) if resolved.cache else eval_dir / "judge_cache.jsonl"))
-    out_rows: list[dict[str, Any]] = []
+    out_rows: list[JudgedSample] = []
     consecutive = 0
     for row in rows:
         verdict, cached = judge.judge(build_messages(row))
@@ -302,22 +303,22 @@ def judge_samples(
         if consecutive >= resolved.max_consecutive_errors:
             raise JudgeError(f"judge failed {consecutive} times in a row; last error: {verdict.error}")
         out_rows.append(
-            {
-                "problem_id": row.problem_id,
-                "sample": row.sample,
-                "correct": row.correct,
-                "parsed": row.parsed,
-                "gold": row.gold,
-                "category": verdict.category,
-                "explanation": verdict.explanation,
-                "raw": verdict.raw,
-                "parse_error": verdict.parse_error,
-                "error": verdict.error,
-                "cached": cached,
-            }
+            JudgedSample(
+                problem_id=row.problem_id,
+                sample=row.sample,
+                correct=row.correct,
+                parsed=row.parsed,
+                gold=row.gold,
+                category=verdict.category,
+                explanation=verdict.explanation,
+                raw=verdict.raw,
+                parse_error=verdict.parse_error,
+                error=verdict.error,
+                cached=cached,
+            )
         )
-    write_jsonl(eval_dir / "judge.jsonl", out_rows)
-    counts = Counter(r["category"] for r in out_rows)
+    write_jsonl(eval_dir / "judge.jsonl", [r.model_dump(mode="json") for r in out_rows])
+    counts = Counter(r.category for r in out_rows)
     summary = JudgeSummary(
         model=resolved.model,
         base_url=resolved.base_url,
@@ -326,9 +327,9 @@ def judge_samples(
         n_judged=len(out_rows),
         categories={c: counts.get(c, 0) for c in CATEGORIES},
         fractions={c: counts.get(c, 0) / len(out_rows) if out_rows else 0.0 for c in CATEGORIES},
-        n_parse_errors=sum(r["parse_error"] is not None for r in out_rows),
-        n_errors=sum(r["error"] is not None for r in out_rows),
-        n_cached=sum(r["cached"] for r in out_rows),
+        n_parse_errors=sum(r.parse_error is not None for r in out_rows),
+        n_errors=sum(r.error is not None for r in out_rows),
+        n_cached=sum(r.cached for r in out_rows),
         n_requests=judge.n_requests,
     )
     return write_json(eval_dir / "judge.json", summary.model_dump(mode="json"))

@@ -32,8 +32,7 @@ _PNG_METADATA = {"Software": None}  # drop matplotlib's version tag so files dep
 Series = list[tuple[int, float, float, float, float]]  # (k, value, ci_low, ci_high, tokens_per_problem)
 
 
-def _point(k: int, m: Metric | dict[str, Any]) -> tuple[int, float, float, float, float]:
-    m = m if isinstance(m, Metric) else Metric.model_validate(m)
+def _point(k: int, m: Metric) -> tuple[int, float, float, float, float]:
     ci = m.ci or [None, None]
     return (k, _f(m.value), _f(ci[0]), _f(ci[1]), _f(m.tokens_per_problem))
 
@@ -42,13 +41,13 @@ def _f(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-def metric_series(metrics: Mapping[str, Metric | dict[str, Any]], family: str) -> Series:
+def metric_series(metrics: Mapping[str, Metric], family: str) -> Series:
     """Points of one metric family (`"pass"` or `"maj"`), sorted by k.
 
     maj@1 is pass@1 (one vote), so the maj series starts from pass@1 when it is present.
 
-    >>> m = {"pass@1": {"value": .2, "ci": [.1, .3], "tokens_per_problem": 10.0},
-    ...      "maj@2": {"value": .25, "ci": [.15, .35], "tokens_per_problem": 20.0}}
+    >>> m = {"pass@1": Metric(value=.2, ci=[.1, .3], tokens_per_problem=10.0),
+    ...      "maj@2": Metric(value=.25, ci=[.15, .35], tokens_per_problem=20.0)}
     >>> metric_series(m, "maj")
     [(1, 0.2, 0.1, 0.3, 10.0), (2, 0.25, 0.15, 0.35, 20.0)]
     """

@@ -21,7 +21,13 @@ __all__ = [
     "DemoSplit",
     "DemoSummary",
     "DemoTest",
+    "DifficultyResult",
     "EvalResult",
+    "EvalSample",
+    "Fidelity",
+    "FidelityBlock",
+    "Host",
+    "JudgedSample",
     "JudgeSummary",
     "Manifest",
     "Metric",
@@ -110,6 +116,33 @@ class ProblemResult(_Record):
         return v
 
 
+class DifficultyResult(_Record):
+    """The problems of one gold step count in an evaluation: how many, sampled pass@1, greedy accuracy."""
+
+    n_problems: int
+    pass_at_1: float = Field(alias="pass@1")
+    greedy: float | None = None  # unset without greedy decoding
+
+
+class FidelityBlock(_Record):
+    """Reasoning fidelity of a set of completions (`rlvr.evaluate.fidelity`): each a mean over the
+    completions; None (null in the file) where it is undefined (`valid_given_correct` with none correct)."""
+
+    n_completions: int
+    cot_pass_at_1: float | None = Field(alias="cot_pass@1")
+    trace_validity: float | None
+    chain_length_deviation: float | None
+    process_step_ratio: float | None
+    valid_given_correct: float | None
+
+
+class Fidelity(_Record):
+    """`fidelity` of eval.json: over all completions, and by the gold solution's step count."""
+
+    overall: FidelityBlock | None = None
+    by_steps: dict[str, FidelityBlock] = {}
+
+
 class EvalResult(_Record):
     """`eval.json`: what was evaluated, how (sampling settings, budget), every metric and every problem.
     Written by `rlvr eval` (`rlvr.evaluate.evaluation`); docs/evaluation.md lists the fields."""
@@ -132,9 +165,9 @@ class EvalResult(_Record):
     greedy_truncated_frac: float | None = None
     tokens_per_sample: float | None = None
     metrics: dict[str, Metric]
-    by_difficulty: dict[str, dict[str, Any]] = {}
+    by_difficulty: dict[str, DifficultyResult] = {}
     per_problem: list[ProblemResult]
-    fidelity: dict[str, Any] = {}
+    fidelity: Fidelity = Field(default_factory=Fidelity)
     seconds: float | None = None
 
     def metric(self, name: str) -> Metric | None:
@@ -156,6 +189,13 @@ class DataRef(_Record):
     skipped_long_prompts: list[str] = []  # train: ids left out because their prompt was too long
 
 
+class Host(_Record):
+    """The machine a run ran on."""
+
+    platform: str | None = None
+    cpus: int | None = None
+
+
 class Manifest(_Record):
     """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
     the resolved config, where the model input was, and whether the run finished."""
@@ -166,10 +206,10 @@ class Manifest(_Record):
     created: str | None = None
     git_commit: str | None = None
     versions: dict[str, str] = {}
-    host: dict[str, Any] = {}
-    seeds: dict[str, Any] = {}
+    host: Host = Field(default_factory=Host)
+    seeds: dict[str, int | list[int]] = {}  # what each seed drives (train, sampling, ...) -> seed(s)
     data: dict[str, DataRef] = {}
-    config: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None  # the command's resolved config (its config.yaml), as values
     paths: dict[str, Any] = {}
     finished: bool = False
     wall_s: float | None = None
@@ -213,6 +253,27 @@ class Sample(_Record):
     reason: str | None = None  # evaluation: the verifier's reason
 
 
+class EvalSample(_Record):
+    """One row of `samples.jsonl` (`samples_greedy.jsonl`) as `rlvr eval` writes it: the problem, the
+    completion and its verdict. `Sample` reads it back (with the training samples' fields)."""
+
+    problem_id: str
+    question: str
+    prompt: str
+    gold: str
+    gold_solution: str
+    gold_steps: list[tuple[str, str]]  # (expression, result) of each gold step
+    n_steps: int
+    sample: int  # the sample's index for its problem
+    temperature: float
+    completion: str
+    parsed: str | None
+    correct: bool
+    reason: str  # the verifier's reason
+    tokens: int
+    truncated: bool
+
+
 def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:
     """The rows of a samples file, validated; a bad row names the file, line and field."""
     path = Path(path)
@@ -252,6 +313,23 @@ class JudgeSummary(_Record):
         """
         cats = sorted(((c, k) for c, k in self.categories.items() if k), key=lambda ck: (-ck[1], ck[0]))
         return f"{', '.join(f'{c} {k}' for c, k in cats) or 'none'} ({self.n_judged} judged by {self.model})"
+
+
+class JudgedSample(_Record):
+    """One row of `judge.jsonl` (`rlvr judge`): the judged completion's sample and the judge's verdict;
+    `cached` when the verdict came from the judge's cache, `error` when the request failed."""
+
+    problem_id: str | None
+    sample: int | None
+    correct: bool | None
+    parsed: str | None
+    gold: str | None
+    category: str
+    explanation: str
+    raw: str
+    parse_error: str | None
+    error: str | None
+    cached: bool
 
 
 class RewardAudit(_Record):

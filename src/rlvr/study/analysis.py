@@ -78,8 +78,9 @@ class _Arm:
 
 
 def _fidelity(e: EvalResult) -> dict[str, float | None]:
-    overall = e.fidelity.get("overall", {}) if isinstance(e.fidelity, dict) else {}
-    return {k: (float(v) if isinstance(v := overall.get(k), int | float) else None) for k in FIDELITY_KEYS}
+    """The evaluation's overall fidelity metrics, by their eval.json keys (None when it has none)."""
+    overall = e.fidelity.overall.model_dump(by_alias=True) if e.fidelity.overall is not None else {}
+    return {k: overall.get(k) for k in FIDELITY_KEYS}
 
 
 def _curves(results: list[StudyJobResult]) -> dict[str, list[float | None]]:
@@ -142,18 +143,16 @@ def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[StudyComparison]:
     tests = paired_tests(pass1, greedy, names=(ref.name, arm.name), seed=0)
     out = []
     for t in tests:
-        spread: dict[str, Any]
+        pvalue_per_seed: list[float] | None = None  # McNemar's p of each seed's pair (greedy)
         if t.metric == "pass@1":
-            per_seed = [float((arm.rates(ids, s) - ref.rates(ids, ref.ref_seed(s))).mean()) for s in seeds]
-            spread = {"diff_per_seed": per_seed}
+            diff_per_seed = [float((arm.rates(ids, s) - ref.rates(ids, ref.ref_seed(s))).mean()) for s in seeds]
         else:
-            per_seed_p = [mcnemar(a.tolist(), b.tolist()).pvalue for a, b in zip(ga, gb, strict=True)]
-            spread = {"diff_per_seed": [float(b.mean() - a.mean()) for a, b in zip(ga, gb, strict=True)],
-                      "pvalue_per_seed": per_seed_p}  # fmt: skip
+            diff_per_seed = [float(b.mean() - a.mean()) for a, b in zip(ga, gb, strict=True)]
+            pvalue_per_seed = [mcnemar(a.tolist(), b.tolist()).pvalue for a, b in zip(ga, gb, strict=True)]
         out.append(StudyComparison(
             condition=arm.name, reference=ref.name, metric=t.metric, n_problems=t.n_problems,
             reference_value=t.value_a, value=t.value_b, diff=t.diff, ci=list(t.ci), test=t.test, pvalue=t.pvalue,
-            seeds=seeds, **spread,
+            seeds=seeds, diff_per_seed=diff_per_seed, pvalue_per_seed=pvalue_per_seed,
         ))  # fmt: skip
     return out
 

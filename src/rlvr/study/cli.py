@@ -65,9 +65,11 @@ def study_command(
             _fail("give --config FILE or --preset NAME (granularity, reward-separation)")
         if preset is not None and preset not in STUDY_PRESETS:
             _fail(f"unknown study preset {preset!r}; known: {', '.join(sorted(STUDY_PRESETS))}")
-        base: dict[str, Any] = {**(STUDY_PRESETS[preset] if preset else {}), **(QUICK if quick else {})}
-        if quick and task not in (None, "arith"):
-            base["steps"] = 2
+        base: dict[str, Any] = {"conditions": STUDY_PRESETS[preset]} if preset else {}
+        if quick:
+            base.update(QUICK)
+            if task not in (None, "arith"):
+                base["steps"] = 2
         cfg = load_config(StudyConfig, config, flags, base=base)
     try:
         result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=_log)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from rlvr.config import StrictModel
+from rlvr.evaluate.judge import JudgeConfig
 from rlvr.grpo.config import TrainOverrides
+from rlvr.rewards import RewardSpec
 
-__all__ = ["Condition", "StudyConfig", "STUDY_PRESETS", "QUICK"]
+__all__ = ["Condition", "StudyConfig", "StudyJudge", "STUDY_PRESETS", "QUICK"]
 
 
 class Condition(StrictModel):
@@ -38,6 +40,18 @@ class Condition(StrictModel):
         return self
 
 
+class StudyJudge(JudgeConfig):
+    """`judge:` of a study: the LLM judge's settings (`JudgeConfig`; those not given come from the
+    environment, as for `rlvr judge`) and `n`, the completions judged per evaluation (None: all)."""
+
+    n: int | None = Field(50, ge=1)
+
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written (config.yaml, study.json) with the settings given only: no defaults, no environment."""
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+
 class StudyConfig(StrictModel):
     """A grid of conditions x seeds. `base`: a model or run folder every arm starts from; without one
     the study builds the embedded base (SFT from scratch, `sft_steps`) in `OUT/base`."""
@@ -53,7 +67,7 @@ class StudyConfig(StrictModel):
     eval_split: Literal["test", "dev"] = "test"
     eval_n: int = Field(500, ge=1)
     eval_samples: int = Field(8, ge=1)
-    judge: dict[str, Any] | None = None  # JudgeConfig values (model, base_url, ...) plus `n`: judge the evals
+    judge: StudyJudge | None = None  # judge every evaluation's wrong completions
     workers: int = Field(1, ge=0)  # parallel runs in local worker processes (0: in this process)
     ray: str | None = None  # a Ray address: run each job as a Ray task instead
     out: str = "runs/study"
@@ -70,32 +84,32 @@ class StudyConfig(StrictModel):
         return self
 
 
-def _rewards(*specs: dict[str, Any]) -> dict[str, Any]:
-    return {"rewards": list(specs)}
+def _grpo(name: str, *rewards: RewardSpec) -> Condition:
+    return Condition(name=name, train=TrainOverrides.model_validate({"rewards": list(rewards)}))
 
 
-STUDY_PRESETS: dict[str, dict[str, Any]] = {
+_BASE = Condition(name="base", kind="base")
+
+# A named study is its conditions (`--preset NAME`); the other settings are the command's.
+STUDY_PRESETS: dict[str, list[Condition]] = {
     # The 2026 process-vs-outcome replication: one base, outcome / process / hybrid rewards.
-    "granularity": {
-        "conditions": [
-            {"name": "base", "kind": "base"},
-            {"name": "outcome", "train": _rewards({"name": "outcome"})},
-            {"name": "process", "train": _rewards({"name": "process"})},
-            {"name": "hybrid-0.9", "train": _rewards({"name": "hybrid", "params": {"lam": 0.9}})},
-            {"name": "hybrid-0.5", "train": _rewards({"name": "hybrid", "params": {"lam": 0.5}})},
-            {"name": "hybrid-0.1", "train": _rewards({"name": "hybrid", "params": {"lam": 0.1}})},
-        ],
-    },
+    "granularity": [
+        _BASE,
+        _grpo("outcome", RewardSpec(name="outcome")),
+        _grpo("process", RewardSpec(name="process")),
+        _grpo("hybrid-0.9", RewardSpec(name="hybrid", params={"lam": 0.9})),
+        _grpo("hybrid-0.5", RewardSpec(name="hybrid", params={"lam": 0.5})),
+        _grpo("hybrid-0.1", RewardSpec(name="hybrid", params={"lam": 0.1})),
+    ],
     # The audit's reward-separation check (check 3): does correctness or format drive the gain?
-    "reward-separation": {
-        "conditions": [
-            {"name": "base", "kind": "base"},
-            {"name": "both", "train": _rewards({"name": "outcome"}, {"name": "format_gsm8k", "weight": 0.1})},
-            {"name": "correctness-only", "preset": "correctness-only"},
-            {"name": "format-only", "preset": "format-only"},
-        ],
-    },
+    "reward-separation": [
+        _BASE,
+        _grpo("both", RewardSpec(name="outcome"), RewardSpec(name="format_gsm8k", weight=0.1)),
+        Condition(name="correctness-only", preset="correctness-only"),
+        Condition(name="format-only", preset="format-only"),
+    ],
 }
 
-# `--quick`: the same grid, small enough to see the whole pipeline run in a few minutes on 2 cores.
-QUICK: dict[str, Any] = {"sft_steps": 150, "steps": 4, "eval_n": 40, "eval_samples": 2, "seeds": [0, 1]}
+# `--quick`: the same grid, small enough to see the whole pipeline run in a few minutes on 2 cores
+# (StudyConfig values).
+QUICK: dict[str, int | list[int]] = {"sft_steps": 150, "steps": 4, "eval_n": 40, "eval_samples": 2, "seeds": [0, 1]}

@@ -19,10 +19,10 @@ import shutil
 import statistics
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlvr.runs import (
     RunDir,
@@ -34,7 +34,12 @@ from rlvr.runs import (
     read_manifest,
     write_json,
 )
-from rlvr.study.config import StudyConfig
+from rlvr.study.config import Condition, StudyConfig
+
+if TYPE_CHECKING:
+    from rlvr.evaluate.evaluation import EvalConfig
+    from rlvr.grpo.config import TrainConfig
+    from rlvr.sft import SFTConfig
 
 __all__ = ["StudyError", "StudyJob", "run_study", "run_study_job"]
 
@@ -47,7 +52,8 @@ class StudyError(ValueError):
 
 @dataclass(frozen=True)
 class StudyJob:
-    """One arm x seed: train (grpo), continue SFT (sft-matched) or nothing (base), then evaluate."""
+    """One arm x seed: train (grpo: `train` is a TrainConfig), continue SFT (sft-matched: an SFTConfig) or
+    nothing (base: None), then evaluate (`evaluation`, whose model is the trained one or the base)."""
 
     key: str
     kind: str
@@ -56,8 +62,8 @@ class StudyJob:
     base: str  # the base model folder
     run_dir: str  # "" for the base condition
     eval_dir: str
-    values: dict[str, Any] = field(default_factory=dict)  # TrainConfig or SFTConfig values
-    eval_values: dict[str, Any] = field(default_factory=dict)  # EvalConfig values
+    evaluation: EvalConfig
+    train: TrainConfig | SFTConfig | None = None
 
 
 def finished(folder: str | Path) -> bool:
@@ -71,34 +77,31 @@ def finished(folder: str | Path) -> bool:
 def run_study_job(job: StudyJob) -> StudyJobResult:
     """Train or fine-tune as the job says, evaluate, and return the result; never raises.
     Finished folders are reused, unfinished ones (a killed run) are replaced."""
-    from rlvr.config import load_config
-    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+    from rlvr.evaluate.evaluation import run_eval
+    from rlvr.grpo.config import TrainConfig
 
     t0 = time.time()
     result = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
                             run_dir=job.run_dir or None, eval_dir=job.eval_dir)  # fmt: skip
     try:
-        model = job.base
-        if job.kind in ("grpo", "sft-matched"):
+        if job.train is not None:
             if not finished(job.run_dir):
                 shutil.rmtree(job.run_dir, ignore_errors=True)
-                if job.kind == "grpo":
-                    from rlvr.grpo.config import TrainConfig
+                if isinstance(job.train, TrainConfig):
                     from rlvr.grpo.trainer import GRPOTrainer
 
-                    GRPOTrainer(load_config(TrainConfig, None, job.values)).train()
+                    GRPOTrainer(job.train).train()
                 else:
-                    from rlvr.sft import SFTConfig, run_sft
+                    from rlvr.sft import run_sft
 
-                    run_sft(load_config(SFTConfig, None, job.values))
+                    run_sft(job.train)
             manifest = read_manifest(job.run_dir)
             result.train_seconds = manifest.wall_s
             result.steps_done = (manifest.model_extra or {}).get("steps_done")
-            model = str(Path(job.run_dir) / "model")
             shutil.rmtree(Path(job.run_dir) / "checkpoints", ignore_errors=True)
         if not finished(job.eval_dir):
             shutil.rmtree(job.eval_dir, ignore_errors=True)
-            run_eval(load_config(EvalConfig, None, {**job.eval_values, "model": model, "out": job.eval_dir}))
+            run_eval(job.evaluation)
         result.status = "done"
     except Exception as e:  # a failed arm is a result (the study goes on), not a crash
         result.status, result.error = "failed", f"{type(e).__name__}: {e}"
@@ -111,16 +114,24 @@ def _threads(cfg: StudyConfig) -> int:
     return max(1, (os.cpu_count() or 2) // max(1, cfg.workers)) if not cfg.ray else 2
 
 
-def _eval_values(cfg: StudyConfig, threads: int) -> dict[str, Any]:
+def _eval_config(cfg: StudyConfig, threads: int, model: str, out: Path) -> EvalConfig:
     """Every evaluation of the study alike: the same problems and sampling seed (the task's seed picks
     the problems), so that runs differ only by what training did."""
-    return {"task": cfg.task, "preset": cfg.preset, "split": cfg.eval_split, "n_problems": cfg.eval_n,
-            "n_samples": cfg.eval_samples, "seed": 0, "ks": [1], "plots": False, "threads": threads,
-            **{k: v for k, v in cfg.train.values().items() if k == "sampling"}}  # fmt: skip
+    from rlvr.config import load_config
+    from rlvr.evaluate.evaluation import EvalConfig
+
+    sampling = cfg.train.values().get("sampling")  # the study's sampling settings, when given (else None: unset)
+    return load_config(EvalConfig, None, {
+        "model": model, "task": cfg.task, "preset": cfg.preset, "split": cfg.eval_split, "n_problems": cfg.eval_n,
+        "n_samples": cfg.eval_samples, "seed": 0, "ks": [1], "plots": False, "threads": threads, "sampling": sampling,
+        "out": str(out),
+    })  # fmt: skip
 
 
-def _grpo_values(cfg: StudyConfig, cond: Any, seed: int, base: str, out: Path, threads: int) -> dict[str, Any]:
-    from rlvr.grpo.config import TRAIN_PRESETS
+def _grpo_config(cfg: StudyConfig, cond: Condition, seed: int, base: str, out: Path, threads: int) -> TrainConfig:
+    """The condition's TrainConfig; a bad condition is refused here, before any work."""
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 
     if cond.preset is not None and cond.preset not in TRAIN_PRESETS:
         raise StudyError(f"condition {cond.name!r}: unknown train preset {cond.preset!r}; known: "
@@ -130,35 +141,41 @@ def _grpo_values(cfg: StudyConfig, cond: Any, seed: int, base: str, out: Path, t
     values.update(model=base, task=cfg.task, preset=cfg.preset, steps=cfg.steps, seed=seed, out=str(out),
                   save_every=0, threads=threads)  # fmt: skip
     values.setdefault("eval_every", 0)
-    return values
+    return load_config(TrainConfig, None, values)
+
+
+def _sft_config(cfg: StudyConfig, seed: int, base: str, out: Path, threads: int, seconds: float | None) -> SFTConfig:
+    """SFT continued from the base for `seconds` of wall-clock time (the sft-matched baseline)."""
+    from rlvr.config import load_config
+    from rlvr.sft import SFTConfig
+
+    return load_config(SFTConfig, None, {"model": base, "task": cfg.task, "preset": cfg.preset, "steps": 1_000_000,
+                                         "seed": seed, "max_seconds": seconds, "lr": 3e-4, "warmup_steps": 0,
+                                         "threads": threads, "out": str(out)})  # fmt: skip
 
 
 def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None = None) -> list[StudyJob]:
     """Every job of the study, in condition order (the sft-matched ones only once `sft_seconds` is known)."""
-    from rlvr.config import load_config
-    from rlvr.grpo.config import TrainConfig
-
     threads = _threads(cfg)
     jobs = []
     for cond in cfg.conditions:
         if cond.kind == "base":
-            jobs.append(StudyJob(cond.name, "base", cond.name, cfg.seeds[0], base, "", str(out / "evals" / cond.name),
-                                 eval_values=_eval_values(cfg, threads)))  # fmt: skip
+            eval_dir = out / "evals" / cond.name
+            jobs.append(StudyJob(cond.name, "base", cond.name, cfg.seeds[0], base, "", str(eval_dir),
+                                 _eval_config(cfg, threads, base, eval_dir)))  # fmt: skip
             continue
         if cond.kind == "sft-matched" and sft_seconds is None:
             continue
         for seed in cfg.seeds:
             key = f"{cond.name}-s{seed}"
-            run_dir = out / "runs" / key
+            run_dir, eval_dir = out / "runs" / key, out / "evals" / key
+            train: TrainConfig | SFTConfig
             if cond.kind == "grpo":
-                values = _grpo_values(cfg, cond, seed, base, run_dir, threads)
-                load_config(TrainConfig, None, values)  # refuse a bad condition before any work
+                train = _grpo_config(cfg, cond, seed, base, run_dir, threads)
             else:
-                values = {"model": base, "task": cfg.task, "preset": cfg.preset, "steps": 1_000_000, "seed": seed,
-                          "max_seconds": sft_seconds, "lr": 3e-4, "warmup_steps": 0, "threads": threads,
-                          "out": str(run_dir)}  # fmt: skip
-            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, str(run_dir), str(out / "evals" / key),
-                                 values, _eval_values(cfg, threads)))  # fmt: skip
+                train = _sft_config(cfg, seed, base, run_dir, threads, sft_seconds)
+            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, str(run_dir), str(eval_dir),
+                                 _eval_config(cfg, threads, str(run_dir / "model"), eval_dir), train))  # fmt: skip
     return jobs
 
 
@@ -203,11 +220,12 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
         + (f", Ray {cfg.ray}" if cfg.ray else "") + ")")  # fmt: skip
     done = {"n": 0}
 
-    def on_result(job: StudyJob, got: StudyJobResult | dict[str, Any]) -> None:
+    def on_result(job: StudyJob, got: StudyJobResult | Mapping[str, object]) -> None:
         done["n"] += 1
-        if isinstance(got, dict):  # the worker died (executor): only key, status and error
-            got = StudyJobResult(kind=job.kind, condition=job.condition, seed=job.seed, run_dir=job.run_dir or None,
-                                 eval_dir=job.eval_dir, **{**got, "key": job.key})  # fmt: skip
+        if not isinstance(got, StudyJobResult):  # the worker died: the executor's {key, status, retryable, error}
+            got = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
+                                 run_dir=job.run_dir or None, eval_dir=job.eval_dir, status=str(got["status"]),
+                                 error=str(got["error"]))  # fmt: skip
         results[job.key] = got
         extra = f": {got.error}" if got.status != "done" else f" in {got.seconds or 0:.0f} s"
         log(f"[{done['n']}/{len(todo)}] {job.key} {got.status}{extra}")
@@ -218,15 +236,14 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
 def _judge(cfg: StudyConfig, results: dict[str, StudyJobResult], log: Log) -> None:
     from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
 
-    if not cfg.judge:
+    if cfg.judge is None:
         return
-    values = dict(cfg.judge)
-    n = values.pop("n", 50)
+    settings = JudgeConfig.model_validate(cfg.judge.model_dump(exclude={"n"}))
     for r in results.values():
         if r.status != "done" or (Path(r.eval_dir) / "judge.json").is_file():
             continue
         try:
-            judge_samples(Path(r.eval_dir), JudgeConfig(**values), n=n)
+            judge_samples(Path(r.eval_dir), settings, n=cfg.judge.n)
         except JudgeError as e:
             log(f"judge: {r.key}: {e}")
             r.judge_error = str(e)
