@@ -141,10 +141,6 @@ def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, pr
     return rows
 
 
-def _write_samples(run: RunDir, name: str, rows: list[EvalSample]) -> None:
-    run.write_jsonl(name, [r.model_dump(mode="json") for r in rows])
-
-
 def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit: int | None, task: str) -> None:
     """An evaluation on a silently smaller set would not be the benchmark it names: refuse, with ids."""
     long = over_long(tok, prompts, limit)
@@ -223,9 +219,9 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     gen_s = time.perf_counter() - t0
     result = _result(cfg, str(path), problems, data_hash, fmt.fmt, sampler.engine, sampled, greedy, gen_s)
     run.write_json("eval.json", result.model_dump(mode="json", by_alias=True, exclude_unset=True))
-    _write_samples(run, "samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
+    run.write_jsonl("samples.jsonl", _sample_rows(problems, sampled, s.temperature, prompts))
     if greedy is not None:
-        _write_samples(run, "samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
+        run.write_jsonl("samples_greedy.jsonl", _sample_rows(problems, greedy, 0.0, prompts))
     if cfg.plots:
         write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)

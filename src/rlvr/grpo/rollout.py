@@ -26,6 +26,7 @@ from rlvr.grpo.rewarding import RewardRunner
 from rlvr.models.decoding import fast_decoder_supported
 from rlvr.models.engines import Sampler
 from rlvr.models.sampling import encode_prompts
+from rlvr.runs.records import TrainSample
 from rlvr.tasks import Problem, PromptFormatter
 from rlvr.verify import verify_answer
 
@@ -255,23 +256,20 @@ def rollout_metrics(ro: Rollout, g: int) -> dict[str, float]:
     return out
 
 
-def sample_rows(ro: Rollout, step: int, g: int) -> list[dict[str, Any]]:
+def sample_rows(ro: Rollout, step: int, g: int) -> list[TrainSample]:
     """One `samples/train.jsonl` row per completion (docs/outputs.md)."""
-    rows = []
-    for i, text in enumerate(ro.texts):
-        prob = ro.problems[i // g]
-        rows.append(
-            {
-                "step": step,
-                "problem_id": prob.id,
-                "group": i // g,
-                "completion": text,
-                "tokens": len(ro.tokens[i]),
-                "truncated": ro.truncated[i],
-                "rewards": {k: v[i] for k, v in ro.rewards.items()},
-                "total": None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
-                "advantage": float(ro.advantages[i]),
-                "correct": verify_answer(text, prob.answer).correct,
-            }
+    return [
+        TrainSample(
+            step=step,
+            problem_id=ro.problems[i // g].id,
+            group=i // g,
+            completion=text,
+            tokens=len(ro.tokens[i]),
+            truncated=ro.truncated[i],
+            rewards={k: v[i] for k, v in ro.rewards.items()},
+            total=None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
+            advantage=float(ro.advantages[i]),
+            correct=verify_answer(text, ro.problems[i // g].answer).correct,
         )
-    return rows
+        for i, text in enumerate(ro.texts)
+    ]

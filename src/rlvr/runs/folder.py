@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -232,23 +232,20 @@ class RunDir:
             self.trackers.close()
             self.trackers = None
 
-    def write_samples(self, name: str, rows: list[dict[str, Any]]) -> Path:
-        """Write completions (one JSON object per line) to samples/<name>.jsonl."""
-        return write_jsonl(self.path / "samples" / f"{name}.jsonl", rows)
-
-    def append_samples(self, name: str, rows: list[dict[str, Any]]) -> None:
-        """Append completions to samples/<name>.jsonl (one JSON object per line)."""
+    def append_samples(self, name: str, rows: Sequence[BaseModel]) -> None:
+        """Append completions (records such as `TrainSample`, one JSON object per line) to
+        samples/<name>.jsonl."""
         if not self.writes:
             return
-        append_jsonl(self.path / "samples" / f"{name}.jsonl", rows)
+        append_jsonl(self.path / "samples" / f"{name}.jsonl", [r.model_dump(mode="json") for r in rows])
 
     def write_json(self, name: str, obj: dict[str, Any]) -> Path:
         """Write a JSON record (e.g. eval.json) into the folder atomically, with its schema version."""
         return write_json(self.path / name, obj)
 
-    def write_jsonl(self, name: str, rows: list[dict[str, Any]]) -> Path:
-        """Write rows (e.g. an evaluation's samples.jsonl) into the folder atomically."""
-        return write_jsonl(self.path / name, rows)
+    def write_jsonl(self, name: str, rows: Sequence[BaseModel]) -> Path:
+        """Write records (e.g. an evaluation's `EvalSample` rows as samples.jsonl) into the folder atomically."""
+        return write_jsonl(self.path / name, [r.model_dump(mode="json") for r in rows])
 
 
 def write_model_card(run_dir: str | Path, readiness: tuple[str, dict[str, str]] | None = None) -> Path | None:

@@ -41,6 +41,7 @@ __all__ = [
     "StudyPooled",
     "StudyResult",
     "StudyRun",
+    "TrainSample",
     "read_eval",
     "read_judge",
     "read_manifest",
@@ -251,6 +252,23 @@ class Sample(_Record):
     gold_solution: str | None = None  # evaluation
     parsed: str | None = None  # evaluation
     reason: str | None = None  # evaluation: the verifier's reason
+
+
+class TrainSample(_Record):
+    """One row of `samples/train.jsonl` as the GRPO trainer writes it: a completion of a sampled group
+    with each reward's value, the total (None: unscorable), its advantage and the verifier's verdict.
+    `Sample` reads it back (with the evaluation samples' fields)."""
+
+    step: int
+    problem_id: str
+    group: int  # the group's index within the step
+    completion: str
+    tokens: int
+    truncated: bool
+    rewards: dict[str, float | None]
+    total: float | None
+    advantage: float
+    correct: bool
 
 
 class EvalSample(_Record):
