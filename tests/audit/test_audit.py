@@ -149,7 +149,9 @@ def test_roles_follow_a_copied_or_moved_group_of_folders(tmp_path: Path) -> None
     for folder in [run, *evals]:
         cfg = yaml.safe_load((folder / "config.yaml").read_text())
         manifest = json.loads((folder / "manifest.json").read_text())
-        _write(folder / "manifest.json", {**manifest, "paths": {"model": _model_paths(folder, cfg["model"])}})
+        _write(
+            folder / "manifest.json", {**manifest, "paths": {"model": _model_paths(folder, cfg["model"]).model_dump()}}
+        )
     want = {"base-test": "base", "grpo-test": "trained", "base-holdout": "base", "grpo-holdout": "trained"}
     shutil.copytree(tmp_path / "a", tmp_path / "copy")
     shutil.move(tmp_path / "a", tmp_path / "moved")

@@ -101,9 +101,9 @@ def test_jsonl_rows_append_and_bad_lines_name_file_and_line(tmp_path: Path) -> N
 
 
 def test_manifest_reads_typed_with_extra_keys_kept(tmp_path: Path) -> None:
-    write_json(tmp_path / "manifest.json", {"command": "train", "finished": True, "wall_s": 3.5, "objective": {"x": 1}})
+    write_json(tmp_path / "manifest.json", {"command": "train", "finished": True, "wall_s": 3.5, "future": {"x": 1}})
     m = read_manifest(tmp_path)
-    assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.model_extra == {"objective": {"x": 1}}
+    assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.model_extra == {"future": {"x": 1}}
     assert clean({1: {2}}) == {"1": [2]}
 
 
@@ -148,3 +148,30 @@ def test_metrics_log_reads_null_as_nan_and_names_a_bad_line(tmp_path: Path) -> N
     path.write_text('{"step": 1}\n{"step": "two"}\n')
     with pytest.raises(RunFileError, match=r"metrics.jsonl:2: field 'step'"):
         read_metrics(path)
+
+
+def test_run_dir_writes_its_manifest_as_a_record_and_resume_keeps_what_was_recorded(tmp_path: Path) -> None:
+    """RunDir keeps manifest.json as a `Manifest`: updates are validated (a bad seed is refused where it
+    is written), only fields given are written, and a resumed run keeps its seeds, data and paths."""
+    from pydantic import BaseModel, ValidationError
+
+    from rlvr.runs import RunDir
+
+    class Cfg(BaseModel):
+        out: str
+        seed: int = 0
+
+    run = RunDir(tmp_path / "r", Cfg(out=str(tmp_path / "r")), command="train")
+    run.write_manifest(
+        seeds={"train": 3}, data={"train": {"task": "arith", "n": 2, "hash": "h"}}, prompt_format="plain"
+    )
+    with pytest.raises(ValidationError):
+        run.write_manifest(seeds={"train": "three"})
+    raw = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert list(raw)[:2] == ["schema_version", "command"] and "finished" not in raw and "wall_s" not in raw
+    assert raw["data"] == {"train": {"task": "arith", "n": 2, "hash": "h"}} and raw["prompt_format"] == "plain"
+    run.write_manifest(finished=True, wall_s=1.0)
+    again = RunDir(tmp_path / "r", Cfg(out=str(tmp_path / "r")), command="train", resume=True)
+    m = read_manifest(tmp_path / "r")
+    assert again.manifest.seeds == {"train": 3} and m.data_hash("train") == "h" and m.resumed_from == raw["created"]
+    assert not m.finished and m.prompt_format is None  # a resumed run is not finished until it says so

@@ -229,8 +229,8 @@ def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Pat
 def _beside(folder: Path, manifest: runs.Manifest) -> str | None:
     """The model input as recorded relative to the folder (`paths.model.from_run`), when it is there:
     a copied or moved group of run folders still names its own members."""
-    rel = (manifest.paths.get("model") or {}).get("from_run")
-    return str((folder / rel).resolve()) if isinstance(rel, str) and (folder / rel).exists() else None
+    rel = manifest.paths.model.from_run if manifest.paths.model else None
+    return str((folder / rel).resolve()) if rel is not None and (folder / rel).exists() else None
 
 
 def _eval_keys(ev: EvalRun, anchors: list[Path]) -> list[Path]:

@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlvr.config import dump_config
-from rlvr.runs.io import RunFileError, append_jsonl, read_json, write_json, write_jsonl
-from rlvr.runs.records import read_manifest
+from rlvr.runs.io import RunFileError, append_jsonl, write_json, write_jsonl
+from rlvr.runs.records import Host, Manifest, ModelPaths, Paths, read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
 __all__ = [
@@ -111,13 +111,13 @@ def check_space(path: str | Path, need_bytes: int, what: str) -> None:
         )
 
 
-def _model_paths(run: Path, model: Any) -> dict[str, str] | None:
+def _model_paths(run: Path, model: Any) -> ModelPaths | None:
     """Where the run's model input is, absolute and relative to the run folder, so a moved or copied
     run folder (with its base beside it) still finds it (`relocated_model`)."""
     if not isinstance(model, str) or not Path(model).expanduser().exists():
         return None
     absolute = Path(model).expanduser().resolve()
-    return {"absolute": str(absolute), "from_run": os.path.relpath(absolute, run.resolve())}
+    return ModelPaths(absolute=str(absolute), from_run=os.path.relpath(absolute, run.resolve()))
 
 
 def relocated_model(run: str | Path, model: str) -> str | None:
@@ -127,12 +127,18 @@ def relocated_model(run: str | Path, model: str) -> str | None:
     if Path(model).expanduser().exists():
         return None
     try:
-        paths = read_manifest(run).paths.get("model") or {}
+        paths = read_manifest(run).paths.model or ModelPaths()
     except RunFileError:
         return None
-    candidates = [Path(run) / paths["from_run"]] if "from_run" in paths else []
-    candidates += [Path(paths["absolute"])] if "absolute" in paths else []
+    candidates = [Path(run) / paths.from_run] if paths.from_run is not None else []
+    candidates += [Path(paths.absolute)] if paths.absolute is not None else []
     return next((str(c.resolve()) for c in candidates if c.exists()), None)
+
+
+def _given(m: Manifest) -> dict[str, object]:
+    """The manifest's fields that were given (its defaults are not written)."""
+    given = m.model_fields_set
+    return {k: getattr(m, k) for k in type(m).model_fields if k in given} | dict(m.model_extra or {})
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -175,7 +181,7 @@ class RunDir:
     ) -> None:  # fmt: skip
         self.path, self.writes = Path(path), write
         self.started = time.time()
-        self.manifest: dict[str, Any] = {}
+        self.manifest = Manifest()
         self.trackers: Trackers | None = None
         if not write:
             return
@@ -185,38 +191,38 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "samples").mkdir(exist_ok=True)
         dump_config(config, self.path / "config.yaml")
-        self.manifest = {
+        fields: dict[str, object] = {
             "command": command,
             "argv": sys.argv,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "git_commit": git_commit(),
             "versions": package_versions(),
-            "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
+            "host": Host(platform=platform.platform(), cpus=os.cpu_count()),
             "seeds": {},
             "data": {},
             "config": config.model_dump(mode="json"),
         }
         if (paths := _model_paths(self.path, getattr(config, "model", None))) is not None:
-            self.manifest["paths"] = {"model": paths}
+            fields["paths"] = Paths(model=paths)
         if resume and (self.path / "manifest.json").exists():
-            old = read_json(self.path / "manifest.json")
-            self.manifest["seeds"] = old.get("seeds", {})
-            self.manifest["data"] = old.get("data", {})
-            self.manifest["config"] = old.get("config", self.manifest["config"])
-            self.manifest["paths"] = old.get("paths", self.manifest.get("paths", {}))
-            self.manifest["resumed_from"] = old.get("created")
+            old = read_manifest(self.path)
+            given = old.model_fields_set
+            fields.update({k: getattr(old, k) for k in ("seeds", "data", "config", "paths") if k in given})
+            fields["resumed_from"] = old.created
         elif not resume:
             (self.path / "metrics.jsonl").write_text("")
+        self.manifest = Manifest.model_validate(fields)
         self.write_manifest()
-        flat = _flat(self.manifest["config"])
+        flat = _flat(self.manifest.config)
         self.trackers = open_trackers(list(getattr(config, "report_to", [])), self.path, flat)
 
     def write_manifest(self, **updates: Any) -> None:
-        """Merge `updates` into the manifest and rewrite it atomically."""
-        self.manifest.update(updates)
+        """Merge `updates` (manifest fields, validated as `Manifest`) into the manifest and rewrite it
+        atomically; only the fields given so far are written."""
+        self.manifest = Manifest.model_validate({**_given(self.manifest), **updates})
         if not self.writes:
             return
-        write_json(self.path / "manifest.json", self.manifest)
+        write_json(self.path / "manifest.json", self.manifest.model_dump(mode="json", exclude_unset=True))
 
     def log(self, metrics: Mapping[str, float]) -> None:
         """Append one step's metrics to metrics.jsonl (flushed, so a crash loses nothing logged)."""
@@ -259,20 +265,19 @@ def write_model_card(run_dir: str | Path, readiness: tuple[str, dict[str, str]] 
         m = read_manifest(run)
     except RunFileError:
         return None  # not a run folder rlvr wrote
-    cfg, extra = m.config or {}, m.model_extra or {}
+    cfg = m.config or {}
     rewards = ", ".join(f"{r['name']} x{r.get('weight', 1.0):g}" for r in cfg.get("rewards", [])) or "?"
     data = "; ".join(f"{k}: {v.task} n={v.n} hash {v.hash}" for k, v in m.data.items())
     lines = [
         f"# GRPO model trained by rlvr ({m.command or 'train'})",
         "",
-        f"- base model: `{(extra.get('model') or {}).get('path', cfg.get('model'))}`",
+        f"- base model: `{m.model.path if m.model and m.model.path else cfg.get('model')}`",
         f"- data: {data}",
         f"- rewards: {rewards}",
-        f"- objective: {cfg.get('objective')} {json.dumps(extra.get('objective', {}), sort_keys=True)}",
+        f"- objective: {cfg.get('objective')} {json.dumps(m.objective or {}, sort_keys=True)}",
         f"- steps: {cfg.get('steps')} x {cfg.get('prompts_per_step')} prompts x {cfg.get('group_size')} samples, "
         f"lr {cfg.get('lr')}, seed {cfg.get('seed')}, LoRA {'yes (merged)' if cfg.get('lora') else 'no'}",
-        f"- prompt format: {extra.get('prompt_format')}; "
-        f"sampling: {json.dumps(cfg.get('sampling', {}), sort_keys=True)}",
+        f"- prompt format: {m.prompt_format}; sampling: {json.dumps(cfg.get('sampling', {}), sort_keys=True)}",
         f"- rlvr {m.versions.get('rlvr')}, git {m.git_commit}, created {m.created}",
         "",
         "Reproduce: `rlvr train --config config.yaml` (the run folder's resolved config).",

@@ -31,6 +31,9 @@ __all__ = [
     "JudgeSummary",
     "Manifest",
     "Metric",
+    "ModelInfo",
+    "ModelPaths",
+    "Paths",
     "ProblemResult",
     "RewardAudit",
     "Sample",
@@ -197,6 +200,28 @@ class Host(_Record):
     cpus: int | None = None
 
 
+class ModelPaths(_Record):
+    """Where a run's model input was: its absolute path and its path relative to the run folder (so
+    a moved or copied group of run folders still finds it)."""
+
+    absolute: str | None = None
+    from_run: str | None = None
+
+
+class Paths(_Record):
+    """The inputs a run read from disk (`manifest.json` `paths`)."""
+
+    model: ModelPaths | None = None
+    base: str | None = None  # a study's base model
+
+
+class ModelInfo(_Record):
+    """The model a command loaded: its path and number of parameters."""
+
+    path: str | None = None
+    parameters: int | None = None
+
+
 class Manifest(_Record):
     """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
     the resolved config, where the model input was, and whether the run finished."""
@@ -211,9 +236,18 @@ class Manifest(_Record):
     seeds: dict[str, int | list[int]] = {}  # what each seed drives (train, sampling, ...) -> seed(s)
     data: dict[str, DataRef] = {}
     config: dict[str, Any] | None = None  # the command's resolved config (its config.yaml), as values
-    paths: dict[str, Any] = {}
+    paths: Paths = Field(default_factory=Paths)
+    resumed_from: str | None = None  # when the run was resumed: the first start's `created`
+    model: ModelInfo | None = None
+    objective: dict[str, str | int | float | bool | None] | None = None  # train: the resolved objective's settings
+    prompt_format: str | None = None
+    world_size: int | None = None  # train: data-parallel ranks
+    reward_files: dict[str, str] = {}  # train: each reward file's sha256
+    base_model: str | None = None  # search: the base every screen trains from
     finished: bool = False
     wall_s: float | None = None
+    steps_done: int | None = None  # sft: steps run (fewer than asked when a time budget ran out)
+    failed: list[str] = []  # study: the jobs that failed
 
     @field_validator("data", mode="before")
     @classmethod

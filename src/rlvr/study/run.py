@@ -97,7 +97,7 @@ def run_study_job(job: StudyJob) -> StudyJobResult:
                     run_sft(job.train)
             manifest = read_manifest(job.run_dir)
             result.train_seconds = manifest.wall_s
-            result.steps_done = (manifest.model_extra or {}).get("steps_done")
+            result.steps_done = manifest.steps_done
             shutil.rmtree(Path(job.run_dir) / "checkpoints", ignore_errors=True)
         if not finished(job.eval_dir):
             shutil.rmtree(job.eval_dir, ignore_errors=True)
@@ -212,7 +212,7 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
             results[j.key] = StudyJobResult(
                 key=j.key, kind=j.kind, condition=j.condition, seed=j.seed, run_dir=j.run_dir or None,
                 eval_dir=j.eval_dir, status="done", reused=True, train_seconds=m.wall_s if m else None,
-                steps_done=(m.model_extra or {}).get("steps_done") if m else None,
+                steps_done=m.steps_done if m else None,
             )  # fmt: skip
     if not todo:
         return
