@@ -24,7 +24,7 @@ from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
 from rlvr.runs import RunFolderError, check_out, read_eval, write_json
-from rlvr.runs.records import DemoAudit, DemoSplit, DemoSummary, DemoTest
+from rlvr.runs.demo import DemoAudit, DemoSplit, DemoSummary, DemoTest
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
 __all__ = ["DemoPlan", "PLANS", "print_summary", "run_demo"]

@@ -17,7 +17,7 @@ import torch
 from rlvr import cli
 from rlvr.evaluate.evaluation import EvalConfig
 from rlvr.runs import read_eval
-from rlvr.runs.records import EvalSample
+from rlvr.runs.eval import EvalSample
 
 EVAL_KEYS = {
     "model", "task", "preset", "split", "data_hash", "n_problems", "n_samples", "temperature", "top_p",

@@ -29,7 +29,7 @@ from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runs import EvalResult, Metric, ProblemResult, RunDir, check_out
-from rlvr.runs.records import DifficultyResult, EvalSample
+from rlvr.runs.eval import DifficultyResult, EvalSample
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["EvalConfig", "run_eval"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlvr.runs.records import Fidelity, FidelityBlock
+from rlvr.runs.eval import Fidelity, FidelityBlock
 from rlvr.tasks import Problem
 from rlvr.verify import match_steps, parse_number, parse_steps
 

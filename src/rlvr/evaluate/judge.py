@@ -35,7 +35,7 @@ from pydantic import Field
 
 from rlvr.config import StrictModel
 from rlvr.runs import JudgeSummary, RunFileError, Sample, read_samples, write_json, write_jsonl
-from rlvr.runs.records import JudgedSample
+from rlvr.runs.eval import JudgedSample
 
 __all__ = [
     "CATEGORIES",

@@ -3,8 +3,11 @@ is written and read here, with one NaN policy, one error style (`FILE[:LINE]: fi
 schema version in each JSON file.
 
     io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
-    records   typed `EvalResult` (eval.json), `Manifest` (manifest.json), `JudgeSummary`, `StudyResult`
-              (study.json), `RewardAudit`, with their readers
+    records   typed `Manifest` (manifest.json), `Sample`/`TrainSample` (samples), `RewardAudit`;
+              `read_record`, the one reader behind every typed JSON file
+    eval      typed `EvalResult` (eval.json), `EvalSample` (samples.jsonl rows), `JudgeSummary` (judge.json)
+    study     typed `StudyResult` (study.json) and `StudyJobResult` (one study job)
+    demo      typed `DemoSummary` (a demo's summary.json)
     metrics   typed `MetricsLog` (metrics.jsonl: rows of numbers per step) and `read_metrics`
     audit     typed `AuditReport` (audit.json): each readiness check's record with its typed evidence
     review    typed `ReviewStats` (a review folder's stats.json)
@@ -12,6 +15,8 @@ schema version in each JSON file.
     folder    `RunDir` (a run folder being written), the checks before one is touched, the model card
 """
 
+from rlvr.runs.demo import DemoSummary
+from rlvr.runs.eval import EvalResult, JudgeSummary, Metric, ProblemResult, read_eval, read_judge
 from rlvr.runs.folder import (
     RunDir,
     RunFolderError,
@@ -35,16 +40,8 @@ from rlvr.runs.io import (
     write_json,
     write_jsonl,
 )
-from rlvr.runs.records import (
-    DataRef,
-    DemoSummary,
-    EvalResult,
-    JudgeSummary,
-    Manifest,
-    Metric,
-    ProblemResult,
-    RewardAudit,
-    Sample,
+from rlvr.runs.records import DataRef, Manifest, RewardAudit, Sample, TrainSample, read_manifest, read_samples
+from rlvr.runs.study import (
     Spread,
     StudyComparison,
     StudyCondition,
@@ -52,10 +49,6 @@ from rlvr.runs.records import (
     StudyPooled,
     StudyResult,
     StudyRun,
-    read_eval,
-    read_judge,
-    read_manifest,
-    read_samples,
     read_study,
 )
 
@@ -80,6 +73,7 @@ __all__ = [
     "StudyPooled",
     "StudyResult",
     "StudyRun",
+    "TrainSample",
     "append_jsonl",
     "check_out",
     "check_resume",

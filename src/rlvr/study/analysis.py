@@ -40,7 +40,7 @@ from rlvr.runs import (
     read_jsonl,
     read_judge,
 )
-from rlvr.runs.records import PooledPass
+from rlvr.runs.study import PooledPass
 from rlvr.study.config import StudyConfig
 
 __all__ = ["analyse", "FIDELITY_KEYS"]
