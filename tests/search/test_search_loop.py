@@ -377,3 +377,16 @@ def test_pool_workers_exit_when_their_parent_is_gone():
     t0 = time.time()
     rc = subprocess.run([sys.executable, "-c", code], timeout=25).returncode
     assert rc == 3 and time.time() - t0 < 20
+
+
+def test_a_job_whose_worker_fails_comes_back_as_job_died():
+    """What `fn` raises in a worker is reported as a `JobDied` naming the error, never raised here."""
+    import os
+    from types import SimpleNamespace
+
+    from rlvr.search.executor import JobDied
+
+    got: list[object] = []
+    run_jobs([SimpleNamespace(key="k")], lambda j, r: got.append(r), workers=1, fn=os.abort)  # abort() takes no job
+    assert len(got) == 1 and isinstance(got[0], JobDied) and got[0].key == "k"
+    assert got[0].error.startswith("worker failed: TypeError")

@@ -6,9 +6,9 @@ for a study).
 
 `run_jobs(jobs, on_result, ...)` calls `on_result(job, result)` in this process as each job
 finishes, in completion order, so the caller can commit it to the store at once. A job whose worker
-died (OOM kill, segfault) is tried once more in a fresh pool; if it dies again its result is
-the dict `{"key", "status": "failed", "retryable": True, "error"}` (the fields a `ScreenResult` reads),
-which `rlvr search --resume` runs again. Pool workers
+died (OOM kill, segfault) is tried once more in a fresh pool; if it dies again its result is a
+`JobDied(key, error)`, which the caller records as a failed, retryable run (`rlvr search --resume`
+and `rlvr study --resume` run it again). Pool workers
 exit when the driving process dies, so a killed search leaves no orphan training into its folders.
 """
 
@@ -22,14 +22,24 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr.search.screen import run_screen
 
-__all__ = ["run_jobs", "ray_init", "MAX_ATTEMPTS"]
+__all__ = ["JobDied", "run_jobs", "ray_init", "MAX_ATTEMPTS"]
+
+
+@dataclass(frozen=True)
+class JobDied:
+    """The result of a job whose worker died on every try: its key and what happened."""
+
+    key: str
+    error: str
+
 
 Job = Any  # picklable, with a `key: str`
-OnResult = Callable[[Job, Any], None]  # (job, what fn returned, or _died's dict)
+OnResult = Callable[[Job, Any], None]  # (job, what fn returned, or JobDied)
 RunFn = Callable[[Job], Any]
 MAX_ATTEMPTS = 2  # tries of a job whose worker process died
 
@@ -51,10 +61,6 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     if sys.version_info >= (3, 11):
         return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1, **kw)
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **kw)  # pragma: no cover - 3.10
-
-
-def _died(job: Job, why: str) -> dict[str, Any]:
-    return {"key": job.key, "status": "failed", "retryable": True, "error": why}
 
 
 def _local(jobs: Sequence[Job], on_result: OnResult, workers: int, fn: RunFn) -> None:
@@ -80,9 +86,9 @@ def _local(jobs: Sequence[Job], on_result: OnResult, workers: int, fn: RunFn) ->
                         if attempts[job.key] < MAX_ATTEMPTS:
                             retry.append(job)
                             continue
-                        result = _died(job, f"worker died: {e}")
+                        result = JobDied(job.key, f"worker died: {e}")
                     except Exception as e:
-                        result = _died(job, f"worker failed: {type(e).__name__}: {e}")
+                        result = JobDied(job.key, f"worker failed: {type(e).__name__}: {e}")
                     on_result(job, result)
         queue = retry
 
@@ -112,7 +118,7 @@ def _ray(jobs: Sequence[Job], on_result: OnResult, address: str, cpus_per_job: i
             try:
                 result = ray.get(ref)
             except Exception as e:  # the task's worker died on every try
-                result = _died(job, f"ray task failed: {type(e).__name__}: {e}")
+                result = JobDied(job.key, f"ray task failed: {type(e).__name__}: {e}")
             on_result(job, result)
 
 

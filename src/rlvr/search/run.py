@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rlvr.grpo.config import TrainOverrides
 from rlvr.runs import RunDir, write_json
@@ -41,7 +40,7 @@ from rlvr.runs.search import (
     SeedsResult,
 )
 from rlvr.search.config import SearchConfig
-from rlvr.search.executor import run_jobs
+from rlvr.search.executor import JobDied, run_jobs
 from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
 from rlvr.search.screen import ScreenJob
 from rlvr.search.store import CandidateRow, Store
@@ -129,8 +128,12 @@ class Search:
             self.log(f"{label}: {len(jobs) - len(todo)} screen(s) already done, {len(todo)} to run")
         done = [0]
 
-        def on_result(job: ScreenJob, got: ScreenResult | dict[str, Any]) -> None:
-            result = ScreenResult.model_validate(got)  # a dict when the worker died (executor)
+        def on_result(job: ScreenJob, got: ScreenResult | JobDied) -> None:
+            result = (
+                ScreenResult(key=got.key, status="failed", retryable=True, error=got.error)
+                if isinstance(got, JobDied)
+                else got
+            )
             self.store.add_screen(job.key, job.kind, job.names, job.steps, job.seed, result)
             done[0] += 1
             if result.done and result.scores is not None:

@@ -19,7 +19,7 @@ import shutil
 import statistics
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,7 +203,7 @@ def _embedded_base(cfg: StudyConfig, out: Path, log: Log) -> str:
 
 
 def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResult], log: Log) -> None:
-    from rlvr.search.executor import run_jobs
+    from rlvr.search.executor import JobDied, run_jobs
 
     todo = [j for j in jobs if not (finished(j.eval_dir) and (not j.run_dir or finished(j.run_dir)))]
     for j in jobs:
@@ -220,12 +220,12 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
         + (f", Ray {cfg.ray}" if cfg.ray else "") + ")")  # fmt: skip
     done = {"n": 0}
 
-    def on_result(job: StudyJob, got: StudyJobResult | Mapping[str, object]) -> None:
+    def on_result(job: StudyJob, got: StudyJobResult | JobDied) -> None:
         done["n"] += 1
-        if not isinstance(got, StudyJobResult):  # the worker died: the executor's {key, status, retryable, error}
+        if isinstance(got, JobDied):
             got = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
-                                 run_dir=job.run_dir or None, eval_dir=job.eval_dir, status=str(got["status"]),
-                                 error=str(got["error"]))  # fmt: skip
+                                 run_dir=job.run_dir or None, eval_dir=job.eval_dir, status="failed",
+                                 error=got.error)  # fmt: skip
         results[job.key] = got
         extra = f": {got.error}" if got.status != "done" else f" in {got.seconds or 0:.0f} s"
         log(f"[{done['n']}/{len(todo)}] {job.key} {got.status}{extra}")
