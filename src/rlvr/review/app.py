@@ -135,25 +135,10 @@ class _Review:
     def view(self, index: int, reviewer: str | None) -> ItemView:
         item = self.items[index]
         gold_steps = [Step(e, r) for e, r in item.gold_steps]
+        own = {"index", "gold_steps", "completion_view", "gold_view", "label"}  # what the view adds
         return ItemView(
-            item_id=item.item_id,
+            **item.model_dump(include=set(ItemView.model_fields) - own),
             index=index,
-            problem_id=item.problem_id,
-            sample=item.sample,
-            question=item.question,
-            gold=item.gold,
-            gold_solution=item.gold_solution,
-            n_steps=item.n_steps,
-            completion=item.completion,
-            parsed=item.parsed,
-            correct=item.correct,
-            reason=item.reason,
-            tokens=item.tokens,
-            truncated=item.truncated,
-            process_score=item.process_score,
-            rewards=item.rewards,
-            verifier2_correct=item.verifier2_correct,
-            strata=item.strata,
             gold_steps=gold_steps,
             completion_view=annotate(item.completion, gold_steps),
             gold_view=annotate(item.gold_solution),
