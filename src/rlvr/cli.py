@@ -375,7 +375,7 @@ def judge(
     from rich.table import Table
 
     from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
-    from rlvr.runs import RunFileError, read_json
+    from rlvr.runs import RunFileError, read_judge
 
     if n < 0:
         fail(f"--n: expected a count >= 0, got {n}")
@@ -384,17 +384,19 @@ def judge(
     try:
         path = judge_samples(eval_dir, JudgeConfig(model=model, base_url=base_url), n=n or None,
                              only_incorrect=only_incorrect, seed=seed)  # fmt: skip
-        summary = read_json(path)
+        summary = read_judge(path.parent)
     except (JudgeError, RunFileError) as e:
         fail(str(e))
-    table = Table(title=f"{eval_dir.name}: {summary['n_judged']} completions judged by {summary['model']}")
+    if summary is None:
+        fail(f"{path}: the judge wrote no summary")
+    table = Table(title=f"{eval_dir.name}: {summary.n_judged} completions judged by {summary.model}")
     for col in ("category", "count", "share"):
         table.add_column(col)
-    for cat, count in summary["categories"].items():
-        table.add_row(cat, str(count), f"{summary['fractions'][cat]:.0%}")
+    for cat, count in summary.categories.items():
+        table.add_row(cat, str(count), f"{summary.fractions.get(cat, 0.0):.0%}")
     Console().print(table)
-    console.print(f"requests {summary['n_requests']}, cached {summary['n_cached']}, "
-                  f"parse errors {summary['n_parse_errors']}, failed {summary['n_errors']}")  # fmt: skip
+    console.print(f"requests {summary.n_requests}, cached {summary.n_cached}, "
+                  f"parse errors {summary.n_parse_errors}, failed {summary.n_errors}")  # fmt: skip
     console.print(f"judge: {path}")
 
 

@@ -37,9 +37,9 @@ from rlvr.runs import (
     StudyResult,
     StudyRun,
     read_eval,
-    read_jsonl,
     read_judge,
 )
+from rlvr.runs.metrics import read_metrics
 from rlvr.runs.study import PooledPass
 from rlvr.study.config import StudyConfig
 
@@ -89,11 +89,11 @@ def _curves(results: list[StudyJobResult]) -> dict[str, list[float | None]]:
     for r in results:
         if r.run_dir and r.kind == "grpo":
             try:
-                rows = read_jsonl(Path(r.run_dir) / "metrics.jsonl", missing_ok=True)
+                log = read_metrics(Path(r.run_dir), missing_ok=True)
             except RunFileError:
                 continue
-            out[f"s{r.seed}"] = [v if isinstance(v := row.get("train/accuracy"), int | float) else None
-                                    for row in rows if "train/accuracy" in row]  # fmt: skip
+            out[f"s{r.seed}"] = [v if math.isfinite(v := row.get("train/accuracy")) else None
+                                 for row in log if "train/accuracy" in row]  # fmt: skip
     return out
 
 
