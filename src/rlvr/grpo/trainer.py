@@ -33,7 +33,7 @@ from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
-from rlvr.runs import RunDir, check_out, check_resume, check_space, read_jsonl, write_jsonl, write_model_card
+from rlvr.runs import RunDir, check_out, check_resume, check_space, write_model_card
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["GRPOTrainer"]
@@ -532,7 +532,7 @@ class GRPOTrainer:
         torch.set_rng_state(state["torch_rng"])
         self.step, self.cursor = state["step"], state["cursor"]
         if self.dist.main:
-            self._truncate_logs()
+            self.run.truncate_logs(self.step)
 
     def _load_weights(self, ck: Path) -> None:
         if self.cfg.lora is None:
@@ -542,12 +542,3 @@ class GRPOTrainer:
 
             base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.device)
             self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
-
-    def _truncate_logs(self) -> None:
-        """Drop what was logged after the checkpoint the run resumes from."""
-        rows = [r for r in read_jsonl(self.run.path / "metrics.jsonl") if r.get("step", 0) <= self.step]
-        write_jsonl(self.run.path / "metrics.jsonl", rows)
-        samples = self.run.path / "samples" / "train.jsonl"
-        if samples.exists():
-            kept = [r for r in read_jsonl(samples) if r["step"] <= self.step]
-            write_jsonl(samples, kept)

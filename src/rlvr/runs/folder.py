@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlvr.config import dump_config
-from rlvr.runs.io import RunFileError, append_jsonl, write_json, write_jsonl
+from rlvr.runs.io import RunFileError, append_jsonl, read_jsonl, write_json, write_jsonl
 from rlvr.runs.records import Host, Manifest, ModelPaths, Paths, read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
@@ -231,6 +231,15 @@ class RunDir:
         append_jsonl(self.path / "metrics.jsonl", [dict(metrics)])
         if self.trackers is not None:
             self.trackers.log(metrics)
+
+    def truncate_logs(self, step: int) -> None:
+        """Drop what metrics.jsonl and samples/train.jsonl logged after `step` (a run resuming from
+        its checkpoint at `step` logs those steps again). Rows are kept as written."""
+        if not self.writes:
+            return
+        for path in (self.path / "metrics.jsonl", self.path / "samples" / "train.jsonl"):
+            if path.exists():
+                write_jsonl(path, [r for r in read_jsonl(path) if r.get("step", 0) <= step])
 
     def close(self) -> None:
         """Close the experiment trackers (`report_to`); metrics.jsonl needs nothing."""
