@@ -556,6 +556,26 @@ def test_audit_json_reads_back_as_the_report_it_was_written_from(tmp_path: Path)
         read_audit(run / "audit")
 
 
+def test_a_check_that_crashes_is_a_failed_verdict_with_its_own_evidence_type(tmp_path: Path, monkeypatch) -> None:
+    """One broken check never hides the other verdicts: it fails, naming the error, with the evidence
+    record of its own kind (its `error` set), and the three files are still written and read back."""
+
+    def boom(ctx):
+        raise RuntimeError("disk on fire")
+
+    for name in ("holdout", "drift"):
+        monkeypatch.setitem(CHECKS, name, boom)
+    run, evals = group(tmp_path)
+    res = run_audit(run, evals, second_verifier=False, plots=True)
+    back = read_audit(run / "audit")
+    for name, kind in (("holdout", "HoldoutEvidence"), ("drift", "DriftReport")):
+        c = back.check(name)
+        assert c.status == "fail" and "RuntimeError: disk on fire" in c.summary
+        assert type(c.evidence).__name__ == kind and "disk on fire" in (c.evidence.error or "")
+    assert back.check("matched_compute").status == "pass" and res.status == "fail"
+    assert "could not run" in (run / "audit" / "report.md").read_text()
+
+
 def test_audit_command_exit_codes(tmp_path: Path, capsys) -> None:
     from rich.console import Console
 
