@@ -37,12 +37,11 @@ def _explain(report: AuditReport) -> dict[str, str]:
             for c in report.checks}  # fmt: skip
 
 
-def render_html(result: AuditResult, plots: dict[str, str] | None = None) -> str:
+def render_html(r: AuditReport, plots: dict[str, str] | None = None) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["na"] = _na
-    r = result.report()
     return env.get_template("report.html.j2").render(
         run_name=Path(r.run_dir).name, run_dir=r.run_dir, created=r.created, schema=r.schema_, status=r.status,
         counts=r.counts, strict=r.strict, evaluations=r.evaluations, ablations=r.ablations, checks=r.checks,
@@ -69,8 +68,7 @@ def _md_example(ex: BaseModel) -> list[str]:
     return lines
 
 
-def render_markdown(result: AuditResult) -> str:
-    r = result.report()
+def render_markdown(r: AuditReport) -> str:
     explain = _explain(r)
     lines = [
         f"# Readiness audit: {Path(r.run_dir).name}",
@@ -105,7 +103,8 @@ def write_reports(result: AuditResult, plots: bool = True) -> dict[str, Path]:
     """Write report.html, report.md and audit.json into `result.out_dir`; returns their paths."""
     out = Path(result.out_dir)
     files = {"html": out / "report.html", "md": out / "report.md", "json": out / "audit.json"}
-    write_json(files["json"], result.report().to_json())
-    files["md"].write_text(render_markdown(result), encoding="utf-8")
-    files["html"].write_text(render_html(result, figures(result.checks) if plots else {}), encoding="utf-8")
+    report = result.report()
+    write_json(files["json"], report.to_json())
+    files["md"].write_text(render_markdown(report), encoding="utf-8")
+    files["html"].write_text(render_html(report, figures(result.checks) if plots else {}), encoding="utf-8")
     return files

@@ -13,26 +13,16 @@ from rlvr.audit.context import finite
 from rlvr.runs.audit import (
     AnyCheck,
     CheckRecord,
-    ContaminationEvidence,
-    DriftReport,
-    HoldoutEvidence,
-    HumanEvidence,
-    MatchedComputeEvidence,
+    Evidence,
     ProbeFailure,
     SecondExample,
-    SeparationEvidence,
     SetExample,
     Status,
     Table,
-    VerifierEvidence,
 )
 
 __all__ = ["ABOUT", "TITLES", "CheckResult", "Evidence", "Status", "Table", "fmt", "table", "worst"]
 
-Evidence = (
-    MatchedComputeEvidence | VerifierEvidence | SeparationEvidence | ContaminationEvidence | HoldoutEvidence
-    | DriftReport | HumanEvidence
-)  # fmt: skip
 _RECORD: TypeAdapter[CheckRecord] = TypeAdapter(AnyCheck)
 
 TITLES = {

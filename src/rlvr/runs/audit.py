@@ -32,6 +32,7 @@ __all__ = [
     "ContaminationReport",
     "DriftReport",
     "EVIDENCE",
+    "Evidence",
     "EvalRead",
     "Example",
     "FormCount",
@@ -530,7 +531,13 @@ class HumanCheck(CheckRecord):
     evidence: HumanEvidence
 
 
-EVIDENCE: dict[str, type[BaseModel]] = {
+Evidence = (
+    MatchedComputeEvidence | VerifierEvidence | SeparationEvidence | ContaminationEvidence | HoldoutEvidence
+    | DriftReport | HumanEvidence
+)  # fmt: skip
+"""Any check's evidence record."""
+
+EVIDENCE: dict[str, type[Evidence]] = {
     "matched_compute": MatchedComputeEvidence,
     "verifier": VerifierEvidence,
     "reward_separation": SeparationEvidence,

@@ -13,7 +13,7 @@ from rlvr.audit.checks.behaviour import check_drift, check_human
 from rlvr.audit.checks.data import check_contamination, check_holdout
 from rlvr.audit.checks.measurement import check_matched_compute, check_reward_separation, check_verifier
 from rlvr.audit.context import AuditContext
-from rlvr.audit.result import ABOUT, TITLES, CheckResult, Evidence, worst
+from rlvr.audit.result import ABOUT, TITLES, CheckResult, worst
 from rlvr.runs.audit import EVIDENCE
 
 __all__ = [
@@ -33,11 +33,6 @@ CHECKS: dict[str, Callable[[AuditContext], CheckResult]] = {
 }
 
 
-def _crashed(name: str, e: Exception) -> Evidence:
-    evidence: Evidence = EVIDENCE[name](error=repr(e))  # type: ignore[assignment]
-    return evidence
-
-
 def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckResult]:
     """Run the checks in order (all, or those named in `only`). A check that crashes is reported as
     a failed check naming the error, so one broken input never hides the other six verdicts."""
@@ -49,6 +44,8 @@ def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckRe
             out.append(fn(ctx))
         except Exception as e:  # noqa: BLE001 - reported as the check's verdict
             out.append(
-                CheckResult(name, "fail", f"the check could not run: {type(e).__name__}: {e}", _crashed(name, e))
+                CheckResult(
+                    name, "fail", f"the check could not run: {type(e).__name__}: {e}", EVIDENCE[name](error=repr(e))
+                )
             )
     return out
