@@ -26,6 +26,32 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     html = (out / "report.html").read_text()
     assert "Readiness audit" in html and "data:image/png;base64," in html
     assert "report:" in proc.stdout + proc.stderr
+    # stdout is a pipe here: each stage prints lines (rich would draw its bars only at the end)
+    assert "1/6 SFT base: started" in proc.stdout and "2/6 GRPO: 8/8 done" in proc.stdout
     for stage in ("base", "grpo", "evals/base-test", "evals/grpo-holdout"):
         manifest = json.loads((out / stage / "manifest.json").read_text())
         assert manifest["finished"] and manifest["versions"]["torch"]
+
+
+def test_line_progress_prints_each_stage_once_per_mark_and_done_once() -> None:
+    import io
+
+    from rlvr.demo import LineProgress
+
+    buf = io.StringIO()
+    with LineProgress(every=0.25, out=buf) as progress:
+        task = progress.add_task("2/6 GRPO", total=8)
+        for step in range(1, 9):
+            progress.update(task, completed=step, info=f"acc={step / 10:.1f}")
+        progress.update(task, completed=8)  # a stage that reports its end twice prints it once
+    lines = buf.getvalue().splitlines()
+    assert [line.split("] ", 1)[1].split(" (")[0] for line in lines] == [
+        "2/6 GRPO: started", "2/6 GRPO: 2/8", "2/6 GRPO: 4/8", "2/6 GRPO: 6/8", "2/6 GRPO: 8/8 done"
+    ]  # fmt: skip
+    assert lines[-1].endswith("acc=0.8") and all(line.startswith("[") and " s] " in line for line in lines)
+
+
+def test_the_demo_prints_lines_when_stdout_is_not_a_terminal() -> None:
+    from rlvr.demo import LineProgress, _progress
+
+    assert isinstance(_progress(), LineProgress)  # pytest captures stdout: not a terminal

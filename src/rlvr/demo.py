@@ -2,17 +2,23 @@
 
 1. base:  SFT a tiny Llama from scratch on the arith task (`rlvr sft --preset arith-base`)
 2. grpo:  GRPO from that base (`rlvr train --preset demo`)
-3. eval:  base and GRPO result on the test split and the private holdout, n samples per problem
-4. compare: the paired change in sampled pass@1 with its 95% CI, greedy, pass@k and maj@k
-5. audit: the seven readiness checks -> `report.html`, `report.md`, `audit.json`
+3. sft-matched: SFT continued from the base for GRPO's wall-clock time, the compute-matched baseline
+4. eval:  base and GRPO result on the test split and the private holdout, n samples per problem; the
+          sft-matched model on test
+5. compare: the paired change in sampled pass@1 with its 95% CI, greedy, pass@k and maj@k
+6. audit: the seven readiness checks -> `report.html`, `report.md`, `audit.json`
 
-Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run folder.
+Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run folder. The embedded
+world (rung, base recipe, why) is docs/embedded.md. On a terminal the stages draw live bars; when
+stdout is a file or a pipe (CI, nohup, `make demo > demo.log`) each stage prints lines instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +29,11 @@ from rlvr.evaluate.compare import compare_runs
 from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
-from rlvr.runs import RunFolderError, check_out, read_eval, write_json
+from rlvr.runs import RunFolderError, check_out, read_eval, read_manifest, write_json
 from rlvr.runs.demo import DemoAudit, DemoSplit, DemoSummary, DemoTest
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
-__all__ = ["DemoPlan", "PLANS", "print_summary", "run_demo"]
+__all__ = ["DemoPlan", "PLANS", "LineProgress", "print_summary", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -39,27 +45,66 @@ class DemoPlan:
     eval_every: int  # in-training dev evaluations (the audit's drift check reads two or more)
     holdout_problems: int
     holdout_samples: int
+    sft_matched: bool = True  # stage 3, the compute-matched SFT baseline
 
 
 PLANS = {
-    # The budget fits 10 minutes on a 2-core host without AVX-512 (the slowest seen: about 1.6 s per
-    # GRPO step of this recipe, 212 s of SFT). grpo_steps chosen on the dev split (500 problems x 4)
-    # from the demo base (dev pass@1 0.492): the demo recipe (dynamic sampling, lr 6e-5) reached 0.541
-    # after 120 steps in 190 s, plain GRPO (no dynamic sampling) 0.520 after 190 steps in 156 s; with
-    # 400-500 steps the recipe reaches 0.61-0.62 (one run each, seed 0). A 500-step SFT base saves 60 s
-    # but starts at test pass@1 0.396 instead of 0.542 and gains only +2.3 (greedy -1.6) in 120 steps.
-    "full": DemoPlan(sft_steps=600, grpo_steps=120, eval_problems=500, eval_samples=8, eval_every=60,
+    # Chosen on the dev split to fit 6 minutes with the install on a 2-core host (docs/embedded.md,
+    # "How the demo's budget was chosen").
+    "full": DemoPlan(sft_steps=600, grpo_steps=120, eval_problems=500, eval_samples=4, eval_every=60,
                      holdout_problems=300, holdout_samples=4),
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0,
-                      holdout_problems=100, holdout_samples=4),
+                      holdout_problems=100, holdout_samples=4, sft_matched=False),
 }  # fmt: skip
+_HEADLINE = {"sft/loss": "loss", "train/accuracy": "acc", "train/completion_len/mean": "len", "train/entropy": "ent",
+             "eval/dev/pass@1": "dev_pass@1"}  # fmt: skip
+
+
+class LineProgress:
+    """rich's `Progress` calls the demo makes, as plain lines for a log: one when a stage starts, one
+    every `every` of its total (and at its end) with the elapsed time and the headline numbers."""
+
+    def __init__(self, every: float = 0.2, out=None) -> None:
+        self.every, self.out, self.t0 = every, out or sys.stdout, time.time()
+        self.tasks: dict[int, list] = {}  # id -> [label, total, completed, next mark, started]
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def _say(self, text: str) -> None:
+        print(f"[{time.time() - self.t0:6.0f} s] {text}", file=self.out, flush=True)
+
+    def add_task(self, label: str, total: int) -> int:
+        self.tasks[len(self.tasks)] = [label, total, 0, self.every * total, time.time()]
+        self._say(f"{label}: started")
+        return len(self.tasks) - 1
+
+    def update(self, task: int, completed: int, info: str = "") -> None:
+        t = self.tasks[task]
+        finished_before, t[2] = t[2] >= t[1], completed
+        if not finished_before and (completed >= t[3] or completed >= t[1]):
+            while t[3] <= completed:
+                t[3] += self.every * t[1]
+            done = " done" if completed >= t[1] else ""
+            self._say(f"{t[0]}: {completed}/{t[1]}{done} ({time.time() - t[4]:.0f} s){' ' + info if info else ''}")
+
+    def advance(self, task: int) -> None:
+        self.update(task, self.tasks[task][2] + 1)
 
 
 def _bar(progress, label: str, total: int):
     task = progress.add_task(label, total=total)
 
-    def update(step: int, _total: int, _row: dict) -> None:
-        progress.update(task, completed=step)
+    def update(step: int, _total: int, row: dict) -> None:
+        if isinstance(progress, LineProgress):
+            shown = [(short, row[k]) for k, short in _HEADLINE.items() if isinstance(row.get(k), int | float)]
+            info = " ".join(f"{short}={v:.3g}" for short, v in shown)
+            progress.update(task, completed=step, info=info)
+        else:
+            progress.update(task, completed=step)
 
     return update
 
@@ -70,34 +115,66 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
     cfg = load_config(
         EvalConfig,
         None,
-        {"model": str(model), "split": split, "n_problems": n, "n_samples": samples,
-         "ks": [k for k in (1, 2, 4, 8) if k <= samples], "out": str(out)},
+        {"model": str(model), "split": split, "preset": TRAIN_PRESETS["demo"]["preset"], "n_problems": n,
+         "n_samples": samples, "ks": [k for k in (1, 2, 4, 8) if k <= samples], "out": str(out)},
     )  # fmt: skip
-    task = progress.add_task(f"3/5 eval {out.name}", total=2)
+    task = progress.add_task(f"4/6 eval {out.name}", total=2)
     path = run_eval(cfg, progress=lambda msg: progress.advance(task))
     progress.update(task, completed=2)
     return path
 
 
-def _compare(evals: dict[str, Path], seed: int, out: Path, progress) -> dict[str, DemoSplit]:
-    """Stage 4: GRPO against its base on each split, paired over the same problems."""
+def _paired(a: Path, b: Path, names: tuple[str, str], seed: int, out: Path) -> DemoSplit:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_runs([a, b], seed=seed, out=out)
+    metrics = {name: read_eval(p).metrics for name, p in zip(names, (a, b), strict=True)}
+    return DemoSplit(tests=[DemoTest.model_validate(dataclasses.asdict(t)) for t in cmp.tests], metrics=metrics)
+
+
+def _compare(evals: dict[str, Path], seed: int, out: Path, progress) -> tuple[dict[str, DemoSplit], DemoSplit | None]:
+    """Stage 5: GRPO against its base on each split, and against the compute-matched SFT baseline on
+    test, paired over the same problems."""
+    task = progress.add_task("5/6 compare", total=3)
     splits: dict[str, DemoSplit] = {}
-    task = progress.add_task("4/5 compare", total=2)
     for split in ("test", "holdout"):
         a, b = evals[f"base-{split}"], evals[f"grpo-{split}"]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cmp = compare_runs([a, b], seed=seed, out=out / "evals" / f"compare-{split}")
-        metrics = {name: read_eval(p).metrics for name, p in (("base", a), ("grpo", b))}
-        tests = [DemoTest.model_validate(dataclasses.asdict(t)) for t in cmp.tests]
-        splits[split] = DemoSplit(tests=tests, metrics=metrics)
+        splits[split] = _paired(a, b, ("base", "grpo"), seed, out / "evals" / f"compare-{split}")
         progress.advance(task)
-    return splits
+    matched = None
+    if "sft-matched-test" in evals:
+        a, b = evals["sft-matched-test"], evals["grpo-test"]
+        matched = _paired(a, b, ("sft-matched", "grpo"), seed, out / "evals" / "compare-sft-matched")
+    progress.update(task, completed=3)
+    return splits, matched
 
 
-def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> DemoSummary:
-    """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
-    that holds an earlier demo is refused unless `overwrite`, which replaces it."""
+def _sft_matched(out: Path, base: Path, seconds: float, seed: int, progress) -> Path:
+    """Stage 3: the base's own SFT recipe, continued from it for `seconds` (GRPO's wall time) at the
+    learning rate where the base's schedule ended (3e-3 x 0.1)."""
+    recipe = dict(SFT_PRESETS["arith-base"])
+    cfg = load_config(
+        SFTConfig,
+        None,
+        {"model": str(base / "model"), "steps": 1_000_000, "max_seconds": seconds, "lr": 3e-4, "warmup_steps": 0,
+         "seed": seed, "out": str(out)},
+        base=recipe,
+    )  # fmt: skip
+    total = max(1, round(seconds))  # the bar counts seconds: the stage ends on time, not on a step count
+    task = progress.add_task("3/6 SFT matched", total=total)
+    t0 = time.time()
+
+    def tick(_step: int, _total: int, _row: dict) -> None:
+        progress.update(task, completed=min(round(time.time() - t0), total))
+
+    path = run_sft(cfg, progress=tick)
+    progress.update(task, completed=total)
+    return path
+
+
+def _progress():
+    """Live bars on a terminal, lines otherwise (rich draws a non-terminal's bars only at the end)."""
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -107,8 +184,18 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         TimeRemainingColumn,
     )
 
+    if not Console().is_terminal:
+        return LineProgress()
+    cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn())  # fmt: skip
+    return Progress(*cols)
+
+
+def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool = False) -> DemoSummary:
+    """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
+    that holds an earlier demo is refused unless `overwrite`, which replaces it."""
     plan = PLANS["quick" if quick else "full"]
-    earlier = [p for p in ("summary.json", "base", "grpo", "evals") if (out / p).exists()]
+    earlier = [p for p in ("summary.json", "base", "grpo", "sft-matched", "evals") if (out / p).exists()]
     if earlier and not overwrite:
         raise RunFolderError(f"{out}: holds an earlier demo ({', '.join(earlier)}); `rlvr demo --overwrite` "
                              "replaces it, `--out DIR` writes elsewhere")  # fmt: skip
@@ -119,16 +206,14 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         else:
             (out / p).unlink()
     out.mkdir(parents=True, exist_ok=True)
-    cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("left"), TimeRemainingColumn())  # fmt: skip
-    with Progress(*cols) as progress:
+    with _progress() as progress:
         sft_cfg = load_config(
             SFTConfig,
             None,
             {"steps": plan.sft_steps, "seed": seed, "out": str(out / "base")},
             base=dict(SFT_PRESETS["arith-base"]),
         )
-        base = run_sft(sft_cfg, progress=_bar(progress, "1/5 SFT base", plan.sft_steps))
+        base = run_sft(sft_cfg, progress=_bar(progress, "1/6 SFT base", plan.sft_steps))
         train_cfg = load_config(
             TrainConfig,
             None,
@@ -136,21 +221,26 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
              "eval_every": plan.eval_every, "save_every": 0},
             base=dict(TRAIN_PRESETS["demo"]),
         )  # fmt: skip
-        grpo = GRPOTrainer(train_cfg, progress=_bar(progress, "2/5 GRPO", plan.grpo_steps)).train()
+        grpo = GRPOTrainer(train_cfg, progress=_bar(progress, "2/6 GRPO", plan.grpo_steps)).train()
+        models = {"base": base, "grpo": grpo}
+        if plan.sft_matched:
+            seconds = read_manifest(grpo).wall_s or 1.0
+            models["sft-matched"] = _sft_matched(out / "sft-matched", base, seconds, seed, progress)
         evals = {}
-        for name, model in (("base", base), ("grpo", grpo)):
-            for split in ("test", "holdout"):
+        for name, model in models.items():
+            for split in ("test", "holdout") if name != "sft-matched" else ("test",):
                 evals[f"{name}-{split}"] = _eval(out / "evals" / f"{name}-{split}", model, split, plan, progress)
-        splits = _compare(evals, seed, out, progress)
-        task = progress.add_task("5/5 audit", total=1)
-        result = run_audit(grpo, list(evals.values()), out_dir=out)
+        splits, matched = _compare(evals, seed, out, progress)
+        task = progress.add_task("6/6 audit", total=1)
+        result = run_audit(grpo, [p for k, p in evals.items() if not k.startswith("sft-matched")], out_dir=out)
         progress.advance(task)
     summary = DemoSummary(
         plan=dataclasses.asdict(plan),
         splits=splits,
+        sft_matched=matched,
         audit=DemoAudit(status=result.status, checks={c.name: c.status for c in result.checks}),
         report=str(out / "report.html"),
-        runs={"base": str(base), "grpo": str(grpo), **{k: str(v) for k, v in evals.items()}},
+        runs={**{k: str(v) for k, v in models.items()}, **{k: str(v) for k, v in evals.items()}},
     )
     write_json(out / "summary.json", summary.model_dump(mode="json"))
     return summary
@@ -161,20 +251,23 @@ def print_summary(summary: DemoSummary) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="GRPO vs its SFT base, paired over the same problems")
-    for col in ("split", "metric", "base", "GRPO", "change", "95% CI", "p (Holm)"):
+    console = Console()
+    rows = [(split, s, "base") for split, s in summary.splits.items()]
+    if summary.sft_matched is not None:
+        rows.append(("test", summary.sft_matched, "sft-matched"))
+    table = Table(title="GRPO vs its SFT base (and vs SFT continued for GRPO's time), paired over the same problems")
+    for col in ("split", "against", "metric", "before", "GRPO", "change", "95% CI", "p (Holm)"):
         table.add_column(col)
-    for split, s in summary.splits.items():
+    for split, s, against in rows:
         for t in s.tests:
             ci = f"{t.ci[0]:+.3f} to {t.ci[1]:+.3f}"
             name = "sampled pass@1" if t.metric == "pass@1" else t.metric
             row = (f"{t.value_a:.3f}", f"{t.value_b:.3f}", f"{t.diff:+.3f}", ci, f"{t.pvalue_adj:.2g}")
-            table.add_row(split, name, *row)
-        base, grpo = s.metrics["base"], s.metrics["grpo"]
-        for name in sorted(k for k in base if k.startswith(("pass@", "maj@")) and k != "pass@1"):
-            a, b = base[name].value or 0.0, grpo[name].value or 0.0
-            table.add_row(split, name, f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}", "", "")
-    console = Console()
+            table.add_row(split, against, name, *row)
+        before, grpo = s.metrics[against], s.metrics["grpo"]
+        for name in sorted(k for k in before if k.startswith(("pass@", "maj@")) and k != "pass@1"):
+            a, b = before[name].value or 0.0, grpo[name].value or 0.0
+            table.add_row(split, against, name, f"{a:.3f}", f"{b:.3f}", f"{b - a:+.3f}", "", "")
     console.print(table)
     checks = ", ".join(f"{k}: {v}" for k, v in summary.audit.checks.items())
     console.print(f"audit: {summary.audit.status} ({checks})", highlight=False)

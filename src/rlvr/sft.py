@@ -8,6 +8,7 @@ Writes the usual run folder and the trained model to `RUN/model/`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -38,11 +39,17 @@ class SFTConfig(StrictModel):
     task: str = "arith"
     preset: str = "easy"
     n_train: int = 20000
+    # share of SFT targets that state only the final line (`#### N`), the rest the worked chain: a
+    # base that mixes two strategies of unequal accuracy, for RL to choose between (docs/embedded.md)
+    answer_only_share: float = Field(0.0, ge=0, le=1)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
     # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
     max_seconds: float | None = Field(None, gt=0)
     batch_size: int = 32
+    # each batch runs as this many micro-batches of rows of similar length (gradient accumulation:
+    # the gradient of the whole batch, with less padding); 1 = one padded batch
+    length_buckets: int = Field(2, ge=1)
     lr: float = 3e-3
     warmup_steps: int = 20
     weight_decay: float = 0.0
@@ -58,8 +65,16 @@ class SFTConfig(StrictModel):
 
 
 SFT_PRESETS: dict[str, dict[str, object]] = {
-    # The demo's base: the 1M-parameter Llama from scratch on the easy arith preset.
-    "arith-base": {"model": "tiny", "task": "arith", "preset": "easy", "steps": 600, "out": "runs/base"},
+    # The demo's base: the 1M-parameter Llama from scratch on the `small` rung, 60% of its targets
+    # the final answer alone (a base that mixes two strategies; docs/embedded.md says why).
+    "arith-base": {
+        "model": "tiny",
+        "task": "arith",
+        "preset": "small",
+        "answer_only_share": 0.6,
+        "steps": 600,
+        "out": "runs/base",
+    },  # fmt: skip
 }
 
 
@@ -76,6 +91,33 @@ def _lr_lambda(warmup: int, total: int, elapsed: Callable[[], float] | None = No
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
     return f
+
+
+def _answer_only(problems: list[Problem], share: float, seed: int) -> list[Problem]:
+    """The problems with `share` of them (drawn with `seed`) reduced to the final answer line."""
+    if share <= 0:
+        return problems
+    rng = random.Random(f"rlvr.sft/answer-only/{seed}")
+    return [dataclasses.replace(p, solution=f"#### {p.answer}") if rng.random() < share else p for p in problems]
+
+
+def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg: SFTConfig) -> torch.Tensor:
+    """Backpropagate the token-mean cross-entropy of the batch `idx` as `cfg.length_buckets`
+    micro-batches of rows sorted by length, each scaled by the whole batch's token count, so that the
+    gradient is the batch's; returns the batch loss."""
+    rows = sorted(idx, key=lambda i: len(prompt_ids[i]) + len(target_ids[i]))
+    n_tokens = sum(len(target_ids[i]) for i in rows)
+    size = math.ceil(len(rows) / cfg.length_buckets)
+    total = torch.zeros(())
+    for start in range(0, len(rows), size):
+        part = rows[start : start + size]
+        batch = pack([prompt_ids[i] for i in part], [target_ids[i] for i in part], pad_id).to(cfg.device)
+        logits = completion_logits(model, batch)  # (b, Lc, V)
+        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch.targets.flatten(), reduction="none")
+        loss = (nll * batch.mask.flatten()).sum() / n_tokens
+        loss.backward()
+        total += loss.detach().cpu()
+    return total
 
 
 def _build_model(cfg: SFTConfig, problems: list[Problem]):
@@ -112,7 +154,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         prompt_format=fmt.fmt,
     )
     prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
-    target_ids = [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in problems]
+    targets = [fmt.target(p) for p in _answer_only(problems, cfg.answer_only_share, cfg.seed)]
+    target_ids = [tok(t, add_special_tokens=False)["input_ids"] + [fmt.end_id] for t in targets]
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     t0 = time.time()
@@ -128,12 +171,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         if len(order) < cfg.batch_size:
             order += rng.sample(range(len(problems)), len(problems))
         idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        batch = pack([prompt_ids[i] for i in idx], [target_ids[i] for i in idx], tok.pad_token_id).to(cfg.device)
-        logits = completion_logits(model, batch)  # (B, Lc, V)
-        nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch.targets.flatten(), reduction="none")
-        loss = (nll * batch.mask.flatten()).sum() / batch.mask.sum()
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import random
 import re
 import statistics
 from fractions import Fraction
@@ -169,11 +170,43 @@ def test_solutions_exact_and_round_trip(problems: dict[tuple[str, str], list[Pro
             assert p.answer == p.steps[-1].result
 
 
+def distractors(question: str) -> list[str]:
+    """The sentences `X has N ITEM .` whose item is not the one asked about (the distractors)."""
+    asked = re.search(r"How many (\w+)", question)
+    sentences = [s.strip() for s in re.findall(r"[^.?]+[.?]", question)]
+    found = [m for s in sentences if (m := re.fullmatch(r"(\w+) has (\d+) (\w+) \.", s))]
+    return [m.group(0) for m in found if asked is None or m.group(3) != asked.group(1)]
+
+
 def test_question_numbers_are_the_operands(problems: dict[tuple[str, str], list[Problem]]) -> None:
-    for ps in problems.values():
+    for (pre, _), ps in problems.items():
         for p in ps:
+            extra = distractors(p.question)
+            assert len(extra) == arith.PRESETS[pre].distractors, p.question
+            story = p.question
+            for sentence in extra:
+                story = story.replace(sentence, "", 1)
             used = [operands(p.steps[0].expr)[0]] + [operands(s.expr)[2] for s in p.steps]
-            assert sorted(int(w) for w in p.question.split() if w.isdigit()) == sorted(used), p.question
+            assert sorted(int(w) for w in story.split() if w.isdigit()) == sorted(used), p.question
+
+
+def test_distractors_leave_the_rest_of_the_ladder_unchanged() -> None:
+    """A rung with distractors asks the same story as its rung without them, sentences inserted."""
+    plain = arith.ArithConfig("x", 1, 3, 1, 50, 9, 100)
+    noisy = arith.ArithConfig("x", 1, 3, 1, 50, 9, 100, distractors=2)
+    rng_a, rng_b = random.Random(7), random.Random(7)
+    for _ in range(50):
+        tpl = rng_a.choice(arith._TRAIN)
+        assert tpl == rng_b.choice(arith._TRAIN)
+        a, b = arith._sample(tpl, plain, rng_a), arith._sample(tpl, noisy, rng_b)
+        if a is None:
+            continue
+        assert b is not None and a[1] == b[1]  # the same steps
+        story = b[0]
+        for sentence in distractors(b[0]):
+            story = story.replace(sentence + " ", "", 1)
+        assert story == a[0]
+        rng_a.setstate(rng_b.getstate())
 
 
 def test_within_preset_bounds(problems: dict[tuple[str, str], list[Problem]]) -> None:

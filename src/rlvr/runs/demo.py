@@ -33,7 +33,7 @@ class DemoTest(_Record):
 
 class DemoSplit(_Record):
     tests: list[DemoTest]
-    metrics: dict[str, dict[str, Metric]]  # base / grpo -> metric name -> metric
+    metrics: dict[str, dict[str, Metric]]  # base (or sft-matched) / grpo -> metric name -> metric
 
 
 class DemoAudit(_Record):
@@ -42,12 +42,14 @@ class DemoAudit(_Record):
 
 
 class DemoSummary(_Record):
-    """`summary.json` of `rlvr demo`: the plan, per split the paired tests and both models' metrics,
-    the audit's verdicts, and where each run and the report are."""
+    """`summary.json` of `rlvr demo`: the plan, per split the paired tests and both models' metrics
+    (GRPO against its base), GRPO against the compute-matched SFT baseline on test (`sft_matched`,
+    None when the plan skips it), the audit's verdicts, and where each run and the report are."""
 
     schema_version: int = 1
-    plan: dict[str, int]
+    plan: dict[str, int | bool]
     splits: dict[str, DemoSplit]
+    sft_matched: DemoSplit | None = None
     audit: DemoAudit
     report: str
     runs: dict[str, str]

@@ -28,21 +28,32 @@ has an untrained embedding. Every question is fully determined by `(split, seed,
 longer list extends a shorter one (the first `n` of `generate(s, 2 * n)` equal `generate(s, n)`),
 and questions never repeat within a split.
 
-Presets (`PRESETS`): `easy` (1-2 steps, numbers up to 20, answers <= 50; the demo's task),
-`medium` (1-3 steps, numbers up to 50, answers <= 100), `hard` (2-4 steps, numbers up to 200,
-answers <= 999). Every intermediate value also lies in `[1, max_answer]`.
+Presets (`PRESETS`) form a ladder (`LADDER`, easiest first; docs/embedded.md measures the demo's
+base on each rung): `small` (2-3 steps, numbers up to 10, answers <= 30; the demo's rung), `easy`
+(1-2 steps, numbers up to 20, answers <= 50), `medium` (1-3 steps, numbers up to 50, answers <= 100),
+`distract` (medium with two distractor sentences, e.g. `Eva has 7 cards .` in a story about pens),
+`hard` (2-4 steps, numbers up to 200, answers <= 999) and `expert` (hard with two distractors).
+Every intermediate value also lies in `[1, max_answer]`. A distractor names the one person no
+story uses and an item the question does not ask about; distractors are drawn after the story, so
+a rung with them asks exactly the stories of the rung without them, sentences inserted.
 
 Length in tokens (words, punctuation, each digit, each of + - * / =, `<<`, `>>`, `####` and the
 newline count one token each), measured on 2,000 problems per cell with seed 0; the test suite
 recomputes this table and fails if it drifts::
 
     preset  split    question mean/max  solution mean/max
+    small   train          29.0/51            39.0/56
+    small   holdout        30.7/47            38.7/56
     easy    train          23.1/40            26.6/41
     easy    holdout        24.6/35            26.5/41
     medium  train          27.0/52            37.5/64
     medium  holdout        28.8/47            36.4/63
+    distract train          38.7/64            37.0/64
+    distract holdout        40.9/59            37.2/64
     hard    train          35.5/59           65.8/104
     hard    holdout        38.0/57           64.4/104
+    expert  train          48.7/74           65.5/104
+    expert  holdout        50.9/74           64.4/104
 
 Generating 20,000 train problems takes about 0.5 s on one core; 20,000 test or dev problems about
 4 s, since only a tenth of the candidates hash into each.
@@ -59,11 +70,12 @@ from typing import Literal
 
 from rlvr.tasks.problem import Problem, Step
 
-__all__ = ["ArithConfig", "PRESETS", "SPLITS", "Split", "generate", "split_of", "vocabulary"]
+__all__ = ["ArithConfig", "LADDER", "PRESETS", "SPLITS", "Split", "generate", "split_of", "vocabulary"]
 
 Split = Literal["train", "test", "dev", "holdout"]
 SPLITS: tuple[Split, ...] = ("train", "test", "dev", "holdout")
 _MAX_STEPS = 4  # the chain templates need max_steps + 1 distinct names (there are six)
+_MAX_DISTRACTORS = 2  # each names one of the people a story leaves out and an item it does not ask about
 _MAX_MISSES = 50_000  # consecutive rejected candidates before giving up (the question pool is spent)
 
 
@@ -88,6 +100,7 @@ class ArithConfig:
     max_operand: int = 20
     max_factor: int = 5
     max_answer: int = 50
+    distractors: int = 0  # sentences about another person's other items, irrelevant to the question
 
     def __post_init__(self) -> None:
         def bad(field: str, rule: str, value: int) -> ValueError:
@@ -106,13 +119,19 @@ class ArithConfig:
             raise bad("max_factor", ">= 2", self.max_factor)
         if self.max_answer < self.min_operand + 1:
             raise bad("max_answer", f"> min_operand ({self.min_operand})", self.max_answer)
+        if not 0 <= self.distractors <= _MAX_DISTRACTORS:
+            raise bad("distractors", f"in [0, {_MAX_DISTRACTORS}]", self.distractors)
 
 
-PRESETS: dict[str, ArithConfig] = {
+PRESETS: dict[str, ArithConfig] = {  # the ladder, easiest first (docs/embedded.md)
+    "small": ArithConfig("small", 2, 3, 1, 10, 3, 30),
     "easy": ArithConfig("easy", 1, 2, 1, 20, 5, 50),
     "medium": ArithConfig("medium", 1, 3, 1, 50, 9, 100),
+    "distract": ArithConfig("distract", 1, 3, 1, 50, 9, 100, distractors=2),
     "hard": ArithConfig("hard", 2, 4, 1, 200, 12, 999),
+    "expert": ArithConfig("expert", 2, 4, 1, 200, 12, 999, distractors=2),
 }
+LADDER: tuple[str, ...] = tuple(PRESETS)
 
 # --- templates ---------------------------------------------------------------------------------
 # Fields: {a} first number, {b} operand of the step, {N} {O} {R} first three people, {X} {Y} the
@@ -146,6 +165,7 @@ _STEPS: dict[str, tuple[str, ...]] = {
     "*": ("Multiply by {b} .",),
     "/": ("Divide by {b} .",),
 }
+_DISTRACT = "{D} has {d} {other} ."  # {D}: a person outside the story, {other}: an item not asked about
 _ONE_Q = "How many {items} does {p} have now ?"
 _TWO_Q = "How many {items} do they have now ?"
 
@@ -268,6 +288,10 @@ def _sample(tpl: _Template, cfg: ArithConfig, rng: random.Random) -> tuple[str, 
         f["X"], f["Y"] = people[len(steps)], people[len(steps) + 1]
         sentences.append(phrase.format(**f))
         steps.append(st)
+    for _ in range(cfg.distractors):  # drawn after the story, so presets without them draw as before
+        other = rng.choice([i for i in _ITEMS if i != f["items"]])
+        text = _DISTRACT.format(D=people[_MAX_STEPS + 1], d=rng.randint(lo, hi), other=other)
+        sentences.insert(rng.randint(1, len(sentences)), text)
     sentences.append(tpl.question.format(**f))
     return " ".join(sentences), steps
 
