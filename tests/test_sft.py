@@ -42,3 +42,23 @@ def test_length_buckets_give_the_whole_batch_gradient(tiny_model_dir: Path) -> N
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert math.isclose(losses[0], losses[1], rel_tol=1e-5)
     assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+
+
+def test_answer_only_targets_start_at_answer_only_from(tmp_path: Path, monkeypatch) -> None:
+    """With share 1 from half-way, the first half of the steps trains worked chains, the rest bare answers."""
+    import rlvr.sft as sft
+
+    seen: list[list[int]] = []
+
+    def spy(model, idx, prompt_ids, target_ids, pad_id, cfg):
+        seen.append([len(target_ids[i]) for i in idx])
+        return real(model, idx, prompt_ids, target_ids, pad_id, cfg)
+
+    real = sft._accumulate
+    monkeypatch.setattr(sft, "_accumulate", spy)
+    tiny = {"hidden_size": 16, "num_layers": 1, "num_heads": 2, "intermediate_size": 32}
+    cfg = SFTConfig(tiny=tiny, preset="small", n_train=16, steps=6, batch_size=4, warmup_steps=1, log_every=3,
+                    answer_only_share=1.0, answer_only_from=0.5, threads=1, out=str(tmp_path / "sft"))  # fmt: skip
+    sft.run_sft(cfg)
+    # a bare answer is `####`, its digits and the end token; a worked chain of 2-3 steps is far longer
+    assert [max(s) > 6 for s in seen] == [True, True, True, False, False, False]

@@ -51,7 +51,7 @@ class DemoPlan:
 PLANS = {
     # Chosen on the dev split to fit 6 minutes with the install on a 2-core host (docs/embedded.md,
     # "How the demo's budget was chosen").
-    "full": DemoPlan(sft_steps=600, grpo_steps=120, eval_problems=500, eval_samples=4, eval_every=60,
+    "full": DemoPlan(sft_steps=500, grpo_steps=60, eval_problems=500, eval_samples=4, eval_every=30,
                      holdout_problems=300, holdout_samples=4),
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0,
                       holdout_problems=100, holdout_samples=4, sft_matched=False),
@@ -150,14 +150,15 @@ def _compare(evals: dict[str, Path], seed: int, out: Path, progress) -> tuple[di
 
 
 def _sft_matched(out: Path, base: Path, seconds: float, seed: int, progress) -> Path:
-    """Stage 3: the base's own SFT recipe, continued from it for `seconds` (GRPO's wall time) at the
-    learning rate where the base's schedule ended (3e-3 x 0.1)."""
+    """Stage 3: the base's own SFT recipe, continued from it for `seconds` (GRPO's wall time) on the
+    data of its last stage (the mixed targets from the first step) at the learning rate where the
+    base's schedule ended (3e-3 x 0.1)."""
     recipe = dict(SFT_PRESETS["arith-base"])
     cfg = load_config(
         SFTConfig,
         None,
         {"model": str(base / "model"), "steps": 1_000_000, "max_seconds": seconds, "lr": 3e-4, "warmup_steps": 0,
-         "seed": seed, "out": str(out)},
+         "answer_only_from": 0.0, "seed": seed, "out": str(out)},
         base=recipe,
     )  # fmt: skip
     total = max(1, round(seconds))  # the bar counts seconds: the stage ends on time, not on a step count

@@ -42,6 +42,9 @@ class SFTConfig(StrictModel):
     # share of SFT targets that state only the final line (`#### N`), the rest the worked chain: a
     # base that mixes two strategies of unequal accuracy, for RL to choose between (docs/embedded.md)
     answer_only_share: float = Field(0.0, ge=0, le=1)
+    # ... from this fraction of the steps on (0 = from the first step; the demo's base learns worked
+    # chains first and the bare-answer habit in its last stage)
+    answer_only_from: float = Field(0.0, ge=0, lt=1)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
     # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
@@ -65,16 +68,18 @@ class SFTConfig(StrictModel):
 
 
 SFT_PRESETS: dict[str, dict[str, object]] = {
-    # The demo's base: the 1M-parameter Llama from scratch on the `small` rung, 60% of its targets
-    # the final answer alone (a base that mixes two strategies; docs/embedded.md says why).
+    # The demo's base: the 1M-parameter Llama from scratch on the `small` rung, worked chains first,
+    # then a last stage where 70% of the targets are the final answer alone: a base that can solve
+    # most problems but often does not show its work (docs/embedded.md says why).
     "arith-base": {
         "model": "tiny",
         "task": "arith",
         "preset": "small",
-        "answer_only_share": 0.6,
-        "steps": 600,
+        "answer_only_share": 0.7,
+        "answer_only_from": 0.85,
+        "steps": 500,
         "out": "runs/base",
-    },  # fmt: skip
+    },
 }
 
 
@@ -154,8 +159,14 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         prompt_format=fmt.fmt,
     )
     prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
-    targets = [fmt.target(p) for p in _answer_only(problems, cfg.answer_only_share, cfg.seed)]
-    target_ids = [tok(t, add_special_tokens=False)["input_ids"] + [fmt.end_id] for t in targets]
+
+    def encode(probs: list[Problem]) -> list[list[int]]:
+        return [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in probs]
+
+    worked_ids = encode(problems)
+    mixed = _answer_only(problems, cfg.answer_only_share, cfg.seed)
+    mixed_ids = worked_ids if mixed is problems else encode(mixed)
+    mixed_from = int(cfg.answer_only_from * cfg.steps)  # the step after which targets are the mixed ones
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     t0 = time.time()
@@ -172,6 +183,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
             order += rng.sample(range(len(problems)), len(problems))
         idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
         opt.zero_grad(set_to_none=True)
+        target_ids = mixed_ids if step > mixed_from else worked_ids
         loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
