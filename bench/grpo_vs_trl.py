@@ -2,16 +2,24 @@
 
     python bench/grpo_vs_trl.py [--model PATH] [--steps 6] [--rounds 3] [--beta 0.0] [--bf16]
 
-Both systems train the same tiny Llama for `--steps` steps per round from identical weights, with
-8 prompts x 8 generations, up to 64 new tokens, temperature 1 with top-k off, the outcome reward,
-and TRL's default `dapo` loss (token-mean aggregation, group-std advantages, eps 0.2, one update
-per rollout). rlvr uses the equivalent objective (`grpo` preset with `aggregation: token_mean`).
-Both compute in float32 unless `--bf16`, which turns on bfloat16 autocast in both (TRL's `bf16=True`,
-rlvr's `bf16: true`); weights and optimiser state stay float32 in both.
+Both systems train the same tiny Llama for `--steps` steps per round from identical weights on the
+demo's arith rung (`small`), with 8 prompts x 8 generations, up to 64 new tokens, temperature 1
+with top-k off, the outcome reward, and TRL's default `dapo` loss (token-mean aggregation, group-
+std advantages, eps 0.2, one update per rollout). rlvr uses the equivalent objective (`grpo` preset
+with `aggregation: token_mean`). Both compute in float32 unless `--bf16`, which turns on bfloat16
+autocast in both (TRL's `bf16=True`, rlvr's `bf16: true`); weights and optimiser state stay float32
+in both.
 After one untimed warm-up run of each, rounds alternate the two systems so that machine noise
 hits both; the script prints the median seconds per step and completion tokens per second of each,
 the ratio rlvr / TRL, rlvr's generation/update split, and each system's share of zero-std groups
 (rlvr does not run their completions when beta = 0: their policy gradient is exactly zero).
+
+Last, it prints what bounds rlvr's step: the model's matmul FLOPs per step (2 x parameters per
+token for a forward, 6 x for a forward and backward; generation runs each prompt once and each
+completion token once, the update each group's prompt once and the updated completions' tokens,
+plus the reference model's forward over every row when beta > 0)
+against the measured generation and update times, and the rate of one large float32 matmul on the
+same threads as the ceiling. A phase far below that rate is bound by per-call overhead, not FLOPs.
 
 Needs the optional `trl` extra (`pip install 'rlvr[trl]'`). Benchmark on an idle machine: any other
 load on a 2-core box slows torch's kernels far more than the difference measured here.
@@ -28,7 +36,7 @@ from pathlib import Path
 import torch
 
 from rlvr.config import load_config
-from rlvr.grpo.config import TrainConfig
+from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer as RlvrTrainer
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_for_task
@@ -36,6 +44,7 @@ from rlvr.rewards import outcome
 from rlvr.tasks import format_prompt, format_target, load_task
 
 P, G, MAX_NEW = 8, 8, 64
+RUNG = str(TRAIN_PRESETS["demo"]["preset"])  # the demo's arith rung, where the demo base's groups are mixed
 
 
 def default_model(work: Path) -> Path:
@@ -54,8 +63,8 @@ def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int, bf16: b
         None,
         {
             "model": str(model), "out": str(out), "steps": steps, "prompts_per_step": P, "group_size": G,
-            "sampling": {"max_new_tokens": MAX_NEW}, "lr": 1e-6, "eval_every": 0, "save_every": 0, "seed": seed,
-            "threads": None,
+            "preset": RUNG, "sampling": {"max_new_tokens": MAX_NEW}, "lr": 1e-6, "eval_every": 0, "save_every": 0,
+            "seed": seed, "threads": None,
             "objective": "grpo", "objective_overrides": {"aggregation": "token_mean", "beta": beta},
             "micro_batch_size": P * G, "bf16": bf16,
         },
@@ -68,12 +77,56 @@ def run_rlvr(model: Path, steps: int, beta: float, out: Path, seed: int, bf16: b
         times.append(time.perf_counter() - t0)
         tokens += round(row["train/completion_len/mean"] * P * G)
         rows.append(row)
+    prompt_tokens = statistics.mean(
+        len(p) for p in trainer.tok([trainer.fmt.prompt(q) for q in trainer.problems[:64]])["input_ids"]
+    )
     split = {
         "generate_s": statistics.median(r["time/generate_s"] for r in rows[1:]),
         "update_s": statistics.median(r["time/update_s"] for r in rows[1:]),
         "zero_std_frac": statistics.mean(r["train/zero_std_frac"] for r in rows),
+        "completion_tokens": statistics.mean(r["train/completion_len/mean"] for r in rows[1:]),
+        "update_rows_frac": statistics.mean(r["train/update_rows_frac"] for r in rows[1:]),
+        "prompt_tokens": prompt_tokens,
     }
     return times, tokens, split
+
+
+def matmul_rate(threads: int) -> float:
+    """GFLOP/s of a float32 1024 x 1024 matmul on this many threads: the ceiling a phase is held to."""
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    for _ in range(3):
+        a @ b
+    t0, n = time.perf_counter(), 20
+    for _ in range(n):
+        a @ b
+    return 2 * 1024**3 * n / (time.perf_counter() - t0) / 1e9
+
+
+def step_bound(model_path: Path, split: dict, threads: int, beta: float) -> str:
+    """rlvr's generation and update FLOPs per step against their measured times (see the docstring)."""
+    model = load_model(model_path)
+    n = sum(p.numel() for name, p in model.named_parameters() if "embed_tokens" not in name)
+    n += model.get_output_embeddings().weight.numel()  # the head's matmul (tied to the embedding here)
+    comp, prompt = split["completion_tokens"], split["prompt_tokens"]
+    gen_flops = 2 * n * (P * prompt + P * G * comp)
+    upd_rows = split["update_rows_frac"] * P * G
+    upd_flops = 6 * n * (upd_rows / G * prompt + upd_rows * comp)
+    if beta > 0:  # the reference model's forward over every row
+        upd_flops += 2 * n * (P * prompt + P * G * comp)
+    peak = matmul_rate(threads)
+    rows = f"{split['update_rows_frac']:.0%}"
+    head = (f"rlvr step bound: {n / 1e6:.2f}M matmul parameters, prompts {prompt:.0f} tokens, completions "
+            f"{comp:.1f} tokens, {rows} of rows updated; fp32 matmul {peak:.0f} GFLOP/s")  # fmt: skip
+    lines = [head]
+    for phase, flops, secs in (
+        ("generation", gen_flops, split["generate_s"]),
+        ("update", upd_flops, split["update_s"]),
+    ):
+        rate = flops / secs / 1e9
+        lines.append(
+            f"  {phase:10s} {flops / 1e9:6.2f} GFLOP in {secs:.3f} s = {rate:5.1f} GFLOP/s ({rate / peak:.0%})"
+        )
+    return "\n".join(lines)
 
 
 def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int, bf16: bool) -> tuple[list, int, dict]:
@@ -81,7 +134,7 @@ def run_trl(model_path: Path, steps: int, beta: float, out: Path, seed: int, bf1
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    probs = load_task("arith", "train", n=P * steps * 2, seed=seed)
+    probs = load_task("arith", "train", n=P * steps * 2, seed=seed, preset=RUNG)
     ds = Dataset.from_list([{"prompt": format_prompt(p.question), "answer": p.answer} for p in probs])
     counted = {"tokens": 0}
 
@@ -137,17 +190,24 @@ def main() -> None:
             f"{'bf16 autocast' if args.bf16 else 'float32'}, {args.threads} threads"
         )
         res: dict[str, list[tuple[list[float], int]]] = {"rlvr": [], "trl": []}
+        splits: list[dict] = []
         for name, fn in (("rlvr", run_rlvr), ("trl", run_trl)):  # warm-up: first kernels, allocator, imports
             fn(model, 2, args.beta, work / f"{name}-warmup", seed=99, bf16=args.bf16)
         for r in range(args.rounds):
             for name, fn in (("rlvr", run_rlvr), ("trl", run_trl)):
                 times, tokens, info = fn(model, args.steps, args.beta, work / f"{name}{r}", seed=r, bf16=args.bf16)
                 res[name].append((times[1:], tokens))  # drop each run's first (warm-up) step
-                extra = ", ".join(f"{k} {v:.3f}" for k, v in info.items())
+                if name == "rlvr":
+                    splits.append(info)
+                extra = ", ".join(
+                    f"{k} {v:.3f}" for k, v in info.items() if k in ("generate_s", "update_s", "zero_std_frac")
+                )
                 print(
                     f"round {r} {name:4s}: {statistics.median(times[1:]):.3f} s/step, "
                     f"{tokens / sum(times):.0f} tok/s ({extra})"
                 )
+        median = {k: statistics.median(s[k] for s in splits) for k in splits[0]}
+        bound = step_bound(model, median, args.threads, args.beta)  # while a built model's folder still exists
     summary = {}
     for name, rows in res.items():
         step = statistics.median(t for times, _ in rows for t in times)
@@ -155,6 +215,7 @@ def main() -> None:
         summary[name] = (step, tps)
         print(f"{name:4s}: median {step:.3f} s/step, {tps:.0f} completion tok/s")
     print(f"speed-up rlvr/TRL: {summary['trl'][0] / summary['rlvr'][0]:.2f}x per step")
+    print(bound)
 
 
 if __name__ == "__main__":

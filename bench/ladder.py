@@ -4,8 +4,9 @@
 
 Per rung: sampled pass@1 (T = 1, the model's SFT prompt), greedy accuracy, pass@G, the share of
 problems whose G samples disagree (GRPO's "mixed groups": some right, some wrong), the spread of
-per-problem pass rates, the mean per-token entropy of the sampling distribution, and the mean
-completion length. `MODEL` is a model folder or a run folder holding `model/`.
+per-problem pass rates, the mean per-token entropy of the sampling distribution, the mean
+completion length, and the share of samples that work the chain (write a `<<...>>` step) with the
+accuracy of those and of the bare answers. `MODEL` is a model folder or a run folder holding `model/`.
 """
 
 from __future__ import annotations
@@ -35,13 +36,17 @@ def probe(model, tok, rung: str, *, n: int, samples: int, split: str, seed: int)
         pairs = zip(c.texts, c.prompt_index, strict=True)
         return np.array([verify_answer(t, probs[i].answer).correct for t, i in pairs])
 
-    rate = right(sampled).reshape(len(probs), samples).mean(1)
+    ok = right(sampled)
+    worked = np.array(["<<" in t for t in sampled.texts])  # the completion works the chain
+    rate = ok.reshape(len(probs), samples).mean(1)
     bins = np.histogram(rate, bins=[0, 1e-9, 0.25, 0.5, 0.75, 1 - 1e-9, 1.0 + 1e-9])[0] / len(rate)
     return {
         "rung": rung, "pass@1": float(rate.mean()), "greedy": float(right(greedy).mean()),
         f"pass@{samples}": float((rate > 0).mean()), "mixed": float(((rate > 0) & (rate < 1)).mean()),
         "pass_rate_bins": [round(float(b), 3) for b in bins], "entropy": float(np.mean(sampled.entropy)),
-        "tokens": float(np.mean(sampled.lengths)),
+        "tokens": float(np.mean(sampled.lengths)), "worked": float(worked.mean()),
+        "acc_worked": float(ok[worked].mean()) if worked.any() else float("nan"),
+        "acc_bare": float(ok[~worked].mean()) if (~worked).any() else float("nan"),
     }  # fmt: skip
 
 
@@ -58,12 +63,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     path = resolve_model_path(args.model)
     tok, model = load_tokenizer(path), load_model(path).eval()
-    print("rung      pass@1  greedy  pass@G  mixed  entropy  tokens  pass-rate bins (0, <.25, <.5, <.75, <1, 1)")
+    print("rung      pass@1  greedy  pass@G  mixed  entropy  tokens  worked  acc worked/bare  "
+          "pass-rate bins (0, <.25, <.5, <.75, <1, 1)")  # fmt: skip
     for rung in args.rungs.split(","):
         r = probe(model, tok, rung, n=args.n, samples=args.samples, split=args.split, seed=args.seed)
         g = r[f"pass@{args.samples}"]
         print(f"{rung:<9} {r['pass@1']:6.3f}  {r['greedy']:6.3f}  {g:6.3f}  {r['mixed']:5.0%}  {r['entropy']:7.3f}  "
-              f"{r['tokens']:6.1f}  {r['pass_rate_bins']}")  # fmt: skip
+              f"{r['tokens']:6.1f}  {r['worked']:6.0%}  {r['acc_worked']:.3f}/{r['acc_bare']:.3f}      "
+              f"{r['pass_rate_bins']}")  # fmt: skip
         print(json.dumps(r), flush=True)
 
 

@@ -61,7 +61,7 @@ def data_preview(
     task: Annotated[str, typer.Argument(help="arith, gsm8k or a path to a GSM8K-format .jsonl")],
     n: Annotated[int, typer.Option(help="How many problems.")] = 5,
     split: Annotated[str, typer.Option(help="train, dev or test.")] = "train",
-    preset: Annotated[str, typer.Option(help="arith difficulty preset.")] = "easy",
+    preset: Annotated[str, typer.Option(help="arith rung (docs/embedded.md): small ... expert.")] = "easy",
     seed: Annotated[int, typer.Option(help="arith generation seed.")] = 0,
 ) -> None:
     """Print problems of a task: question, gold solution, answer and steps."""

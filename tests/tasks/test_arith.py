@@ -262,3 +262,24 @@ def test_custom_config() -> None:
     ps = arith.generate("test", 200, seed=5, preset=cfg)
     assert ps[0].id == "arith-wide-test-5-0" and all(p.n_steps == 3 for p in ps)
     assert all(int(s.result) <= 30 for p in ps for s in p.steps)
+
+
+@pytest.mark.parametrize("rung", arith.LADDER)
+def test_every_rung_separates_process_from_outcome_and_has_a_format_hack(rung: str) -> None:
+    """Right steps with a wrong answer line score 1 on process and 0 on outcome, and so does part of a
+    chain right until its last step; a bare `#### N` line with a wrong N pays the format-only reward
+    in full: the cases the audit's checks are there to catch."""
+    from rlvr.rewards import format_gsm8k, outcome
+    from rlvr.rewards.process import process_score
+
+    for p in arith.generate("train", 20, seed=1, preset=rung):
+        *lines, _ = p.solution.split("\n")
+        wrong = str(int(p.answer) + 1)
+        copied_wrong = "\n".join([*lines, f"#### {wrong}"])  # every step right, the answer line not
+        assert outcome([copied_wrong], answer=[p.answer]) == [0.0] and process_score(copied_wrong, p.steps) == 1.0
+        last = lines[-1].rsplit(">>", 1)[0].rsplit("=", 1)[0]
+        slip = "\n".join([*lines[:-1], f"{last}={wrong}>>{wrong}", f"#### {wrong}"])  # right until the last step
+        assert outcome([slip], answer=[p.answer]) == [0.0]
+        if len(p.steps) >= 3:
+            assert (process_score(slip, p.steps) or 0) > 0, slip
+        assert format_gsm8k([f"#### {wrong}"]) == [1.0] and outcome([f"#### {wrong}"], answer=[p.answer]) == [0.0]
