@@ -42,7 +42,7 @@ class SFTConfig(StrictModel):
     # share of SFT targets that state only the final line (`#### N`), the rest the worked chain: a
     # base that mixes two strategies of unequal accuracy, for RL to choose between (docs/embedded.md)
     answer_only_share: float = Field(0.0, ge=0, le=1)
-    # ... from this fraction of the steps on (0 = from the first step; the demo's base learns worked
+    # ... from this fraction of `steps` on (0 = from the first step; the demo's base learns worked
     # chains first and the bare-answer habit in its last stage)
     answer_only_from: float = Field(0.0, ge=0, lt=1)
     steps: int = Field(400, ge=1)
@@ -106,6 +106,18 @@ def _answer_only(problems: list[Problem], share: float, seed: int) -> list[Probl
     return [dataclasses.replace(p, solution=f"#### {p.answer}") if rng.random() < share else p for p in problems]
 
 
+def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConfig):
+    """Token ids of every problem's SFT target (ending in `fmt.end_id`): the worked solutions, and the
+    targets with `cfg.answer_only_share` of them reduced to the answer line (the same list when 0)."""
+
+    def encode(probs: list[Problem]) -> list[list[int]]:
+        return [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in probs]
+
+    worked = encode(problems)
+    mixed = _answer_only(problems, cfg.answer_only_share, cfg.seed)
+    return worked, worked if mixed is problems else encode(mixed)
+
+
 def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg: SFTConfig) -> torch.Tensor:
     """Backpropagate the token-mean cross-entropy of the batch `idx` as `cfg.length_buckets`
     micro-batches of rows sorted by length, each scaled by the whole batch's token count, so that the
@@ -159,13 +171,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         prompt_format=fmt.fmt,
     )
     prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
-
-    def encode(probs: list[Problem]) -> list[list[int]]:
-        return [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in probs]
-
-    worked_ids = encode(problems)
-    mixed = _answer_only(problems, cfg.answer_only_share, cfg.seed)
-    mixed_ids = worked_ids if mixed is problems else encode(mixed)
+    worked_ids, mixed_ids = _target_ids(tok, fmt, problems, cfg)
     mixed_from = int(cfg.answer_only_from * cfg.steps)  # the step after which targets are the mixed ones
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
