@@ -60,13 +60,22 @@ _HEADLINE = {"sft/loss": "loss", "train/accuracy": "acc", "train/completion_len/
              "eval/dev/pass@1": "dev_pass@1"}  # fmt: skip
 
 
+@dataclass
+class _Stage:
+    label: str
+    total: int
+    started: float
+    completed: int = 0
+    next_mark: float = 0.0
+
+
 class LineProgress:
     """rich's `Progress` calls the demo makes, as plain lines for a log: one when a stage starts, one
     every `every` of its total (and at its end) with the elapsed time and the headline numbers."""
 
     def __init__(self, every: float = 0.2, out=None) -> None:
         self.every, self.out, self.t0 = every, out or sys.stdout, time.time()
-        self.tasks: dict[int, list] = {}  # id -> [label, total, completed, next mark, started]
+        self.stages: list[_Stage] = []
 
     def __enter__(self) -> LineProgress:
         return self
@@ -78,21 +87,23 @@ class LineProgress:
         print(f"[{time.time() - self.t0:6.0f} s] {text}", file=self.out, flush=True)
 
     def add_task(self, label: str, total: int) -> int:
-        self.tasks[len(self.tasks)] = [label, total, 0, self.every * total, time.time()]
+        self.stages.append(_Stage(label, total, time.time(), next_mark=self.every * total))
         self._say(f"{label}: started")
-        return len(self.tasks) - 1
+        return len(self.stages) - 1
 
     def update(self, task: int, completed: int, info: str = "") -> None:
-        t = self.tasks[task]
-        finished_before, t[2] = t[2] >= t[1], completed
-        if not finished_before and (completed >= t[3] or completed >= t[1]):
-            while t[3] <= completed:
-                t[3] += self.every * t[1]
-            done = " done" if completed >= t[1] else ""
-            self._say(f"{t[0]}: {completed}/{t[1]}{done} ({time.time() - t[4]:.0f} s){' ' + info if info else ''}")
+        st = self.stages[task]
+        finished_before, st.completed = st.completed >= st.total, completed
+        if finished_before or (completed < st.next_mark and completed < st.total):
+            return
+        while st.next_mark <= completed:
+            st.next_mark += self.every * st.total
+        done = " done" if completed >= st.total else ""
+        tail = f" {info}" if info else ""
+        self._say(f"{st.label}: {completed}/{st.total}{done} ({time.time() - st.started:.0f} s){tail}")
 
     def advance(self, task: int) -> None:
-        self.update(task, self.tasks[task][2] + 1)
+        self.update(task, self.stages[task].completed + 1)
 
 
 def _bar(progress, label: str, total: int):
