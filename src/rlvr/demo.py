@@ -51,7 +51,7 @@ class DemoPlan:
 PLANS = {
     # Chosen on the dev split to fit 6 minutes with the install on a 2-core host (docs/embedded.md,
     # "How the demo's budget was chosen").
-    "full": DemoPlan(sft_steps=500, grpo_steps=60, eval_problems=500, eval_samples=4, eval_every=30,
+    "full": DemoPlan(sft_steps=600, grpo_steps=50, eval_problems=500, eval_samples=4, eval_every=25,
                      holdout_problems=300, holdout_samples=4),
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0,
                       holdout_problems=100, holdout_samples=4, sft_matched=False),

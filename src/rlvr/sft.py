@@ -77,7 +77,7 @@ SFT_PRESETS: dict[str, dict[str, object]] = {
         "preset": "small",
         "answer_only_share": 0.7,
         "answer_only_from": 0.85,
-        "steps": 500,
+        "steps": 600,
         "out": "runs/base",
     },
 }
