@@ -7,7 +7,7 @@ import errno
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,6 +16,12 @@ from rlvr.config import ConfigError
 from rlvr.review.cli import review_app
 from rlvr.search.cli import search_app
 from rlvr.study.cli import study_command
+
+if TYPE_CHECKING:
+    from rlvr.evaluate.evaluation import EvalConfig
+    from rlvr.grpo.config import TrainConfig
+
+C = TypeVar("C", "EvalConfig", "TrainConfig")
 
 app = typer.Typer(
     add_completion=False,
@@ -199,6 +205,7 @@ def train(
         if preset is not None and preset not in TRAIN_PRESETS:
             fail(f"unknown preset {preset!r}; known: {', '.join(TRAIN_PRESETS)}")
         cfg = load_config(TrainConfig, config, overrides, base=dict(TRAIN_PRESETS.get(preset or "", {})))
+        cfg = _rung_of_model(cfg, "train", "preset: in --config")
     try:
         trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"), overwrite=overwrite)
     except (FileNotFoundError, ValueError, ImportError) as e:
@@ -207,11 +214,26 @@ def train(
     console.print(f"run: {path}")
 
 
+def _rung_of_model(cfg: C, command: str, how: str) -> C:
+    """`cfg` on the arith rung its model's run folder trained on, when its own config does not name
+    one: `rlvr eval --model runs/demo/grpo` evaluates the demo's rung (`small`), not the default."""
+    from rlvr.runs import trained_on
+
+    trained = trained_on(cfg.model)
+    if "preset" in cfg.model_fields_set or trained is None or trained[0] != cfg.task:
+        return cfg
+    console.print(f"{command}: {trained[0]} rung {trained[1]!r}, the rung {cfg.model} trained on ({how} to change it)")
+    return cfg.model_copy(update={"preset": trained[1]})
+
+
 @app.command("eval")
 def eval_(
     config: ConfigOpt = None,
     model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
     task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="arith rung (docs/embedded.md); default: the rung the run folder trained on.")
+    ] = None,
     split: Annotated[str | None, typer.Option(help="test, dev or holdout.")] = None,
     n_problems: Annotated[int | None, typer.Option("--n-problems", help="Problems to evaluate.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Samples per problem.")] = None,
@@ -237,12 +259,13 @@ def eval_(
     except ValueError:
         fail(f"--ks: expected comma-separated integers, got {ks!r}")
     overrides = {
-        "model": model, "task": task, "split": split, "n_problems": n_problems, "n_samples": n, "ks": k_list,
+        "model": model, "task": task, "preset": preset, "split": split, "n_problems": n_problems, "n_samples": n,
+        "ks": k_list,
         "sampling.temperature": temperature, "sampling.max_new_tokens": max_new_tokens,
         "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt, "seed": seed, "out": out,
         "rollout.engine": engine,
     }  # fmt: skip
-    cfg = load_config(EvalConfig, config, overrides)
+    cfg = _rung_of_model(load_config(EvalConfig, config, overrides), "eval", "--preset")
     try:
         path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"), overwrite=overwrite)
     except (ModelLoadError, DataError, PromptFormatError, RunFolderError, ImportError, ValueError) as e:

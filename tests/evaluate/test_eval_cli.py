@@ -110,6 +110,26 @@ def test_eval_holdout_split(
     assert all("holdout" in r["id"] for r in e["per_problem"])
 
 
+def test_a_run_folder_is_evaluated_on_the_rung_it_trained_on(
+    tiny_model_dir: Path, tmp_path: Path, one_thread: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rlvr eval --model runs/demo/grpo` reads the demo's rung (small) from the run's config.yaml,
+    not the default (easy); `--preset` names another."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_model_dir, run / "model")
+    (run / "config.yaml").write_text("model: somewhere\ntask: arith\npreset: small\n")
+    for model, extra, rung in [(run, [], "small"), (run / "model", [], "small"), (run, ["--preset", "medium"], "medium"),
+                               (tiny_model_dir, [], "easy")]:  # fmt: skip
+        out = tmp_path / f"eval-{rung}-{model.name}"
+        code, err = run_main(["eval", *one_thread, "--model", str(model), *TINY, *extra, "--out", str(out)], capsys)
+        assert code == 0, err
+        e = json.loads((out / "eval.json").read_text())
+        assert e["preset"] == rung and all(r["id"].startswith(f"arith-{rung}-test") for r in e["per_problem"])
+        assert ("rung 'small', the rung" in err) == (rung == "small"), err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -43,10 +43,10 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
     # the sft-matched arm got the GRPO runs' median time, and says so
     assert any("sft-matched" in n for n in study.notes)
     assert all(r.train_seconds and r.steps_done and r.steps_done >= 1 for r in study.condition("sft").runs)
-    # every arm on the same problems; vs base: 2 arms x 2 tests, vs outcome (the first trained arm): 1 x 2
+    # every arm on the same problems; vs base: 2 arms x 2 tests; the GRPO arm vs the sft-matched baseline: 1 x 2
     assert study.n_problems == 12
     pairs = [(t.condition, t.reference, t.metric) for t in study.comparisons]
-    assert len(pairs) == 6 and ("sft", "outcome", "greedy") in pairs and ("outcome", "base", "pass@1") in pairs
+    assert len(pairs) == 6 and ("outcome", "sft", "greedy") in pairs and ("outcome", "base", "pass@1") in pairs
     assert all(t.pvalue_adj is not None and t.pvalue_adj >= t.pvalue - 1e-12 for t in study.comparisons)
     # the pooled pass@1 difference is the one statistics path on the seed-averaged rates
     evals = {k: read_eval(out / "evals" / k) for k in ("base", "outcome-s0", "outcome-s1")}
@@ -78,7 +78,10 @@ def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
         cfg = load_config(StudyConfig, None, {}, base={"conditions": conditions})
         assert cfg.conditions[0].kind == "base", name
     gran = load_config(StudyConfig, None, {}, base={"conditions": STUDY_PRESETS["granularity"]})
-    assert [c.name for c in gran.conditions] == ["base", "outcome", "process", "hybrid-0.9", "hybrid-0.5", "hybrid-0.1"]
+    assert [c.name for c in gran.conditions] == ["base", "outcome", "process", "hybrid-0.9", "hybrid-0.5", "hybrid-0.1",
+                                                 "sft-matched"]  # fmt: skip
+    # on the embedded world's rung, each arm with the demo's recipe
+    assert gran.preset == "small" and {c.preset for c in gran.conditions if c.kind == "grpo"} == {"demo"}
     bad = [
         ({"conditions": [{"name": "a"}, {"name": "a"}]}, "condition names repeat: a"),
         ({"conditions": [{"name": "s", "kind": "sft-matched"}]}, "needs at least one grpo condition"),
@@ -109,6 +112,30 @@ def test_a_bad_condition_is_refused_before_the_folder_is_touched(tmp_path: Path,
     with pytest.raises(StudyError, match="unknown train preset 'nope'"):
         run_study(cfg, log=lambda m: None)
     assert not Path(cfg.out).exists()
+
+
+def test_every_grpo_arm_is_compared_with_the_sft_matched_baseline(tmp_path: Path) -> None:
+    """References: the base (every trained arm), the first trained arm (the others, not sft-matched) and
+    sft-matched (every GRPO arm, the first included), each pair once, all under one Holm correction."""
+
+    def write(name: str, correct: list[int]) -> str:
+        d = tmp_path / name
+        d.mkdir()
+        rows = [{"id": f"p{i}", "n": 2, "correct": c, "tokens": 5.0, "greedy": c > 0} for i, c in enumerate(correct)]
+        (d / "eval.json").write_text(json.dumps({"task": "arith", "split": "test", "metrics": {}, "per_problem": rows}))
+        return str(d)
+
+    arms = {"base": ("base", [0, 0, 1, 2]), "a": ("grpo", [2, 1, 1, 2]), "b": ("grpo", [1, 1, 2, 2]),
+            "s": ("sft-matched", [0, 1, 1, 2])}  # fmt: skip
+    results = {name: StudyJobResult(key=name, kind=kind, condition=name, seed=0, status="done",
+                                    eval_dir=write(name, correct)) for name, (kind, correct) in arms.items()}  # fmt: skip
+    conditions = [{"name": n, "kind": k} for n, (k, _) in arms.items()]
+    study = analyse(load_config(StudyConfig, None, {"conditions": conditions, "seeds": [0]}), tmp_path, "b", results)
+    pairs = sorted({(t.condition, t.reference) for t in study.comparisons})
+    assert pairs == [("a", "base"), ("a", "s"), ("b", "a"), ("b", "base"), ("b", "s"), ("s", "base")]
+    assert len(study.comparisons) == 12  # pass@1 and greedy per pair
+    holm = adjust_pvalues([t.pvalue for t in study.comparisons], "holm")
+    assert [t.pvalue_adj for t in study.comparisons] == pytest.approx(holm)
 
 
 def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: Path) -> None:

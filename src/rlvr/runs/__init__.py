@@ -26,6 +26,7 @@ from rlvr.runs.folder import (
     git_commit,
     package_versions,
     relocated_model,
+    trained_on,
     write_model_card,
 )
 from rlvr.runs.io import (
@@ -91,6 +92,7 @@ __all__ = [
     "read_study",
     "read_yaml",
     "relocated_model",
+    "trained_on",
     "write_json",
     "write_jsonl",
     "write_model_card",

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlvr.config import dump_config
-from rlvr.runs.io import RunFileError, append_jsonl, read_jsonl, write_json, write_jsonl
+from rlvr.runs.io import RunFileError, append_jsonl, read_jsonl, read_yaml, write_json, write_jsonl
 from rlvr.runs.records import Host, Manifest, ModelPaths, Paths, read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
@@ -37,6 +37,7 @@ __all__ = [
     "check_resume",
     "check_space",
     "relocated_model",
+    "trained_on",
     "write_model_card",
     "package_versions",
     "git_commit",
@@ -298,3 +299,17 @@ def write_model_card(run_dir: str | Path, readiness: tuple[str, dict[str, str]] 
     path = run / "model" / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def trained_on(model: str | Path) -> tuple[str, str] | None:
+    """(task, arith rung) that the run folder holding `model` trained on, from its config.yaml: a run
+    folder, or its `model/`; None for a plain model folder or a config without them."""
+    p = Path(model).expanduser()
+    for folder in (p, p.parent) if p.name == "model" else (p,):
+        try:
+            cfg = read_yaml(folder / "config.yaml")
+        except RunFileError:
+            continue
+        task, preset = cfg.get("task"), cfg.get("preset")
+        return (task, preset) if isinstance(task, str) and isinstance(preset, str) else None
+    return None

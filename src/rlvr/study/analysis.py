@@ -4,8 +4,8 @@ Pooling over seeds: each problem's sampled pass rate is averaged over a conditio
 (P,)); the pooled pass@1 is its mean, with a percentile bootstrap CI over problems. Every condition
 is read on the same problems (the ids all evaluations share).
 
-Comparisons (each trained condition against the base, and against the first listed trained
-condition): by `evaluate.compare.paired_tests`, the one statistics path:
+Comparisons (each trained condition against the base and against the first listed trained
+condition; each GRPO condition against `sft-matched`, the compute-matched baseline, when there is one): by `evaluate.compare.paired_tests`, the one statistics path:
 - sampled pass@1: the difference of the seed-pooled per-problem rates, paired bootstrap CI,
   sign-flip permutation p;
 - greedy: McNemar over the (problem, seed) pairs, each seed's run against the reference's run of the
@@ -175,14 +175,20 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
                   for c in cfg.conditions]  # fmt: skip
     base_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "base" and c.name in arms), None)
     first = next((arms[c.name] for c in cfg.conditions if c.kind != "base" and c.name in arms), None)
+    sft_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "sft-matched" and c.name in arms), None)
     comparisons: list[StudyComparison] = []
-    for ref in (base_arm, first):
+    for ref in (base_arm, first, sft_arm if sft_arm is not first else None):
         if ref is None or not ids:
             continue
         for cond in cfg.conditions:
             other = arms.get(cond.name)
-            if other is not None and other.kind != "base" and other is not ref:
-                comparisons += _compare(other, ref, ids)
+            if other is None or other is ref or other.kind == "base":
+                continue
+            # the compute-matched SFT baseline: every GRPO arm against it, the first one included (not
+            # the first against it: the same pair twice)
+            if (ref is sft_arm and other.kind != "grpo") or (ref is first and other is sft_arm):
+                continue
+            comparisons += _compare(other, ref, ids)
     for row, p in zip(comparisons, adjust_pvalues([row.pvalue for row in comparisons], "holm"), strict=True):
         row.pvalue_adj = p
     matched = [r.train_seconds for r in results.values() if r.kind == "sft-matched" and r.train_seconds]

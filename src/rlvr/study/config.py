@@ -60,9 +60,9 @@ class StudyConfig(StrictModel):
     seeds: list[int] = Field([0, 1], min_length=1)
     base: str | None = None
     task: str = "arith"
-    preset: str = "easy"
+    preset: str = "small"  # the task rung; the embedded base (SFT preset arith-base) is built on it
     sft_steps: int = Field(600, ge=1)
-    steps: int = Field(200, ge=1)  # GRPO steps per run
+    steps: int = Field(100, ge=1)  # GRPO steps per run
     train: TrainOverrides = TrainOverrides()  # TrainConfig fields shared by every grpo condition
     eval_split: Literal["test", "dev"] = "test"
     eval_n: int = Field(500, ge=1)
@@ -84,22 +84,24 @@ class StudyConfig(StrictModel):
         return self
 
 
-def _grpo(name: str, *rewards: RewardSpec) -> Condition:
-    return Condition(name=name, train=TrainOverrides.model_validate({"rewards": list(rewards)}))
+def _grpo(name: str, *rewards: RewardSpec, preset: str | None = None) -> Condition:
+    return Condition(name=name, preset=preset, train=TrainOverrides.model_validate({"rewards": list(rewards)}))
 
 
 _BASE = Condition(name="base", kind="base")
 
 # A named study is its conditions (`--preset NAME`); the other settings are the command's.
 STUDY_PRESETS: dict[str, list[Condition]] = {
-    # The 2026 process-vs-outcome replication: one base, outcome / process / hybrid rewards.
+    # The 2026 process-vs-outcome replication: one base, outcome / process / hybrid rewards, each with
+    # the demo's recipe (train preset `demo`), and SFT for the same time (docs/studies.md ran it).
     "granularity": [
         _BASE,
-        _grpo("outcome", RewardSpec(name="outcome")),
-        _grpo("process", RewardSpec(name="process")),
-        _grpo("hybrid-0.9", RewardSpec(name="hybrid", params={"lam": 0.9})),
-        _grpo("hybrid-0.5", RewardSpec(name="hybrid", params={"lam": 0.5})),
-        _grpo("hybrid-0.1", RewardSpec(name="hybrid", params={"lam": 0.1})),
+        _grpo("outcome", RewardSpec(name="outcome"), preset="demo"),
+        _grpo("process", RewardSpec(name="process"), preset="demo"),
+        _grpo("hybrid-0.9", RewardSpec(name="hybrid", params={"lam": 0.9}), preset="demo"),
+        _grpo("hybrid-0.5", RewardSpec(name="hybrid", params={"lam": 0.5}), preset="demo"),
+        _grpo("hybrid-0.1", RewardSpec(name="hybrid", params={"lam": 0.1}), preset="demo"),
+        Condition(name="sft-matched", kind="sft-matched"),
     ],
     # The audit's reward-separation check (check 3): does correctness or format drive the gain?
     "reward-separation": [
