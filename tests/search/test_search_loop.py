@@ -390,3 +390,24 @@ def test_a_job_whose_worker_fails_comes_back_as_job_died():
     run_jobs([SimpleNamespace(key="k")], lambda j, r: got.append(r), workers=1, fn=os.abort)  # abort() takes no job
     assert len(got) == 1 and isinstance(got[0], JobDied) and got[0].key == "k"
     assert got[0].error.startswith("worker failed: TypeError")
+
+
+def test_screening_samples_at_the_runs_own_temperature(tmp_path, tiny_model_dir, monkeypatch):
+    """The dev evaluation of a screen samples as the screening run was trained (`sampling`), not at a
+    fixed T = 1; greedy stays greedy."""
+    from rlvr.config import SamplingConfig
+    from rlvr.evaluate import runner
+    from rlvr.search.screen import evaluate_model
+
+    seen: list[float] = []
+    real = runner.sample_and_score
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        t = kwargs.get("temperature")
+        seen.append(kwargs["sampling"].temperature if t is None else t)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "sample_and_score", spy)
+    sampling = SamplingConfig(temperature=0.7, max_new_tokens=8)
+    evaluate_model(tiny_model_dir, "dev", 3, 2, task="arith", preset="small", seed=0, sampling=sampling, threads=1)
+    assert seen == [0.7, 0.0]

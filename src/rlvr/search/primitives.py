@@ -132,6 +132,22 @@ _PRIMITIVES = [
         (Param("require_valid", 0, 1, 1, integer=True),),
     ),
     Primitive(
+        "answer_closeness",
+        "partial credit for a near miss: 1 at the gold number, falling to 0 at a relative error of {scale}",
+        _src("""
+            def p_answer_closeness(text, gold, gold_steps, scale=0.5):
+                if gold is None:
+                    return 0.0
+                answer, reason = extract_answer(text)
+                got, want = parse_number(answer) if answer is not None else None, parse_number(str(gold))
+                if got is None or want is None:
+                    return 0.0
+                rel = abs(got - want) / max(1.0, abs(want))
+                return max(0.0, 1.0 - rel / scale)
+        """),
+        (Param("scale", 0.05, 2.0, 0.5),),
+    ),
+    Primitive(
         "length_penalty",
         "0 up to {limit} characters, then -1 per {scale} characters beyond (floor -1)",
         _src("""
