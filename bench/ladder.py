@@ -6,7 +6,11 @@ Per rung: sampled pass@1 (T = 1, the model's SFT prompt), greedy accuracy, pass@
 problems whose G samples disagree (GRPO's "mixed groups": some right, some wrong), the spread of
 per-problem pass rates, the mean per-token entropy of the sampling distribution, the mean
 completion length, and the share of samples that work the chain (write a `<<...>>` step) with the
-accuracy of those and of the bare answers. `MODEL` is a model folder or a run folder holding `model/`.
+accuracy of those and of the bare answers, and how far the process reward departs from the outcome
+reward on the model's own samples: `partial`, the share of wrong samples the process reward pays
+(process > 0), and `disagree`, the share of within-group pairs the two rewards order differently
+(where the granularity study can tell them apart). `MODEL` is a model folder or a run folder holding
+`model/`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import torch
 from rlvr.config import SamplingConfig
 from rlvr.models.engines import Sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
+from rlvr.rewards.process import process_score
 from rlvr.tasks import PromptFormatter, load_task
 from rlvr.tasks.arith import LADDER
 from rlvr.verify import verify_answer
@@ -39,6 +44,15 @@ def probe(model, tok, rung: str, *, n: int, samples: int, split: str, seed: int)
     ok = right(sampled)
     worked = np.array(["<<" in t for t in sampled.texts])  # the completion works the chain
     rate = ok.reshape(len(probs), samples).mean(1)
+    proc = np.array([process_score(t, probs[i].steps) or 0.0 for t, i in zip(sampled.texts, sampled.prompt_index,
+                                                                              strict=True)])  # fmt: skip
+    o, q = ok.reshape(len(probs), samples).astype(float), proc.reshape(len(probs), samples)
+    iu = np.triu_indices(samples, 1)
+
+    def order(r: np.ndarray) -> np.ndarray:  # (P, G) -> (P, pairs): the sign of each within-group pair
+        return np.sign(r[:, :, None] - r[:, None, :])[:, iu[0], iu[1]]
+
+    do, dq = order(o), order(q)
     bins = np.histogram(rate, bins=[0, 1e-9, 0.25, 0.5, 0.75, 1 - 1e-9, 1.0 + 1e-9])[0] / len(rate)
     return {
         "rung": rung, "pass@1": float(rate.mean()), "greedy": float(right(greedy).mean()),
@@ -47,6 +61,7 @@ def probe(model, tok, rung: str, *, n: int, samples: int, split: str, seed: int)
         "tokens": float(np.mean(sampled.lengths)), "worked": float(worked.mean()),
         "acc_worked": float(ok[worked].mean()) if worked.any() else float("nan"),
         "acc_bare": float(ok[~worked].mean()) if (~worked).any() else float("nan"),
+        "partial": float((proc[~ok] > 0).mean()) if (~ok).any() else float("nan"), "disagree": float((do != dq).mean()),
     }  # fmt: skip
 
 
@@ -63,14 +78,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     path = resolve_model_path(args.model)
     tok, model = load_tokenizer(path), load_model(path).eval()
-    print("rung      pass@1  greedy  pass@G  mixed  entropy  tokens  worked  acc worked/bare  "
+    print("rung      pass@1  greedy  pass@G  mixed  entropy  tokens  worked  acc worked/bare  partial  disagree  "
           "pass-rate bins (0, <.25, <.5, <.75, <1, 1)")  # fmt: skip
     for rung in args.rungs.split(","):
         r = probe(model, tok, rung, n=args.n, samples=args.samples, split=args.split, seed=args.seed)
         g = r[f"pass@{args.samples}"]
         print(f"{rung:<9} {r['pass@1']:6.3f}  {r['greedy']:6.3f}  {g:6.3f}  {r['mixed']:5.0%}  {r['entropy']:7.3f}  "
               f"{r['tokens']:6.1f}  {r['worked']:6.0%}  {r['acc_worked']:.3f}/{r['acc_bare']:.3f}      "
-              f"{r['pass_rate_bins']}")  # fmt: skip
+              f"{r['partial']:6.0%}  {r['disagree']:8.0%}  {r['pass_rate_bins']}")  # fmt: skip
         print(json.dumps(r), flush=True)
 
 
