@@ -245,6 +245,22 @@ def test_matched_compute_warns_when_more_than_5_percent_were_truncated(tmp_path:
     assert r.evidence.pairs[0].truncated_frac == {"base": 0.0, "trained": 0.3}
 
 
+def test_matched_compute_compares_the_whole_sampling_record(tmp_path: Path) -> None:
+    """A system prompt or stop strings that differ between base and trained evaluations make the
+    settings differ (eval.json's `sampling` record), not only the fields older files state."""
+    run = train_run(tmp_path)
+    base = eval_run(tmp_path, "base-test", tmp_path / "base")
+    trained = eval_run(tmp_path, "grpo-test", run)
+    record = {"max_new_tokens": 64, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "stop": [], "prompt_format": "plain",
+              "system_prompt": None, "max_prompt_tokens": None}  # fmt: skip
+    for path, sampling in ((base, record), (trained, {**record, "system_prompt": "Think step by step."})):
+        result = json.loads((path / "eval.json").read_text())
+        (path / "eval.json").write_text(json.dumps({**result, "sampling": sampling}))
+    r = check(run, [base, trained], "matched_compute")
+    assert r.status == "warn" and "system_prompt: None vs Think step by step." in r.summary
+    assert r.evidence.pairs[0].settings_differ == ["system_prompt: None vs Think step by step."]
+
+
 def test_matched_compute_fails_without_a_base_evaluation(tmp_path: Path) -> None:
     run = train_run(tmp_path)
     r = check(run, [eval_run(tmp_path, "grpo-test", run)], "matched_compute")

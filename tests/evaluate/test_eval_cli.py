@@ -22,7 +22,7 @@ from rlvr.runs.eval import EvalSample
 EVAL_KEYS = {
     "model", "task", "preset", "split", "data_hash", "n_problems", "n_samples", "temperature", "top_p",
     "max_new_tokens", "truncated_frac", "tokens_per_sample", "metrics", "by_difficulty", "per_problem",
-    "fidelity", "seconds",
+    "fidelity", "seconds", "sampling",
 }  # fmt: skip
 SAMPLE_KEYS = {
     "problem_id", "question", "prompt", "gold", "gold_solution", "gold_steps", "n_steps", "sample", "temperature",
@@ -63,6 +63,9 @@ def check_eval_folder(path: Path, split: str) -> dict:
     e = json.loads((path / "eval.json").read_text())
     assert set(e) >= EVAL_KEYS and e["split"] == split and e["n_problems"] == 5 and e["n_samples"] == 2
     assert set(e["metrics"]) == {"pass@1", "pass@2", "maj@2", "greedy"}
+    # the whole sampling record, stop strings and system prompt included (the audit compares it)
+    assert set(e["sampling"]) >= {"temperature", "top_p", "top_k", "max_new_tokens", "stop", "prompt_format",
+                                  "system_prompt"} and e["sampling"]["prompt_format"] == e["prompt_format"]  # fmt: skip
     for name, m in e["metrics"].items():
         assert set(m) == {"value", "ci", "k", "n", "tokens_per_problem"}, name
         assert m["ci"][0] <= m["value"] <= m["ci"][1] and 0.0 <= m["value"] <= 1.0, name

@@ -98,6 +98,20 @@ def test_two_ranks_equal_one_process_at_the_same_global_batch(tmp_path, tiny_mod
     assert len(rows) == 2 * 4 * 4  # written once (rank 0), every completion of both ranks
 
 
+def test_two_ranks_log_every_statistic_one_process_logs(tmp_path, tiny_model_dir) -> None:
+    """GSPO with two updates per rollout: every `train/` statistic (token shares, GSPO's sequence share
+    `seq_clip_frac`, ratio extremes, loss, entropy) merged over 2 ranks equals one process's."""
+    kw = {"objective": "gspo", "num_iterations": 2, "objective_overrides": {"beta": 0.0}}
+    GRPOTrainer(load_config(TrainConfig, _config(tmp_path, tiny_model_dir, "one", **kw))).train()
+    _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "two", **kw)))
+    _assert_same(tmp_path / "one", tmp_path / "two")
+    for ra, rb in zip(_metrics(tmp_path / "one"), _metrics(tmp_path / "two"), strict=True):
+        keys = {k for k in ra if k.startswith("train/") and isinstance(ra[k], float)}
+        assert "train/seq_clip_frac" in keys and keys <= set(rb), sorted(keys - set(rb))
+        for k in sorted(keys):
+            assert rb[k] == pytest.approx(ra[k], rel=1e-4, abs=1e-5), k
+
+
 def test_resume_with_two_ranks_reproduces_the_uninterrupted_run(tmp_path, tiny_model_dir) -> None:
     full = _config(tmp_path, tiny_model_dir, "full", steps=4, save_every=2)
     _torchrun("--config", str(full))

@@ -167,6 +167,7 @@ def _result(cfg: EvalConfig, model: str, problems: list[Problem], data_hash: str
         top_k=s.top_k,
         max_new_tokens=s.max_new_tokens,
         prompt_format=prompt_format,
+        sampling={**s.model_dump(mode="json"), "prompt_format": prompt_format},
         engine=engine,
         truncated_frac=float(sampled.truncated.mean()),
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),

@@ -30,6 +30,7 @@ import torch
 __all__ = ["Dist", "init_distributed", "merge_update_stats"]
 
 _TOKEN_WEIGHTED = ("clip_frac_low", "clip_frac_high", "clip_frac", "clip_frac_delta", "ratio_mean", "kl")
+_SEQ_WEIGHTED = ("seq_clip_frac",)
 
 
 @dataclass(frozen=True)
@@ -85,29 +86,34 @@ class Dist:
             torch.distributed.destroy_process_group()
 
 
-def merge_update_stats(parts: list[tuple[dict[str, float], float]]) -> dict[str, float]:
-    """One step's update statistics over ranks, from each rank's (stats, tokens it ran): losses and
-    row shares add up, token averages are weighted by tokens, ratio extremes over the ranks that ran.
+def merge_update_stats(parts: list[tuple[dict[str, float], float, float]]) -> dict[str, float]:
+    """One step's update statistics over ranks, from each rank's (stats, tokens it ran, sequences it
+    ran): losses and row shares add up, token averages are weighted by tokens, sequence shares (GSPO's
+    `seq_clip_frac`) by sequences, ratio extremes over the ranks that ran.
 
-    >>> merge_update_stats([({"loss": 1.0, "clip_frac": 0.5, "ratio_min": 0.9, "ratio_max": 1.1,
-    ...                       "update_rows_frac": 0.25, "grad_norm": 2.0, "lr": 0.1}, 30.0),
-    ...                      ({"update_rows_frac": 0.0, "grad_norm": 2.0, "lr": 0.1}, 0.0)])["clip_frac"]
-    0.5
+    >>> merge_update_stats([({"loss": 1.0, "clip_frac": 0.5, "seq_clip_frac": 0.5, "ratio_min": 0.9,
+    ...                       "ratio_max": 1.1, "update_rows_frac": 0.25, "grad_norm": 2.0, "lr": 0.1}, 30.0, 2.0),
+    ...                      ({"loss": 0.5, "clip_frac": 0.0, "seq_clip_frac": 0.0, "ratio_min": 1.0,
+    ...                        "ratio_max": 1.0, "update_rows_frac": 0.5, "grad_norm": 2.0, "lr": 0.1}, 10.0, 6.0)])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'loss': 1.5, 'clip_frac': 0.375, 'seq_clip_frac': 0.125, 'ratio_min': 0.9, 'ratio_max': 1.1,
+     'update_rows_frac': 0.75, 'grad_norm': 2.0, 'lr': 0.1}
     """
-    ran = [(st, n) for st, n in parts if n > 0]
+    ran = [(st, n, q) for st, n, q in parts if n > 0]
     out = dict(parts[0][0])  # grad_norm and lr are the same on every rank (summed gradients)
-    out["update_rows_frac"] = sum(st.get("update_rows_frac", 0.0) for st, _ in parts)
+    out["update_rows_frac"] = sum(st.get("update_rows_frac", 0.0) for st, _, _ in parts)
     if not ran:
-        for k in ("loss", "ratio_min", "ratio_max", *_TOKEN_WEIGHTED):
+        for k in ("loss", "ratio_min", "ratio_max", *_TOKEN_WEIGHTED, *_SEQ_WEIGHTED):
             out.pop(k, None)
         return out
-    total = sum(n for _, n in ran)
-    out["loss"] = sum(st.get("loss", 0.0) for st, _ in parts)
-    out["ratio_min"] = min(st["ratio_min"] for st, _ in ran)
-    out["ratio_max"] = max(st["ratio_max"] for st, _ in ran)
-    for k in _TOKEN_WEIGHTED:
-        if any(k in st for st, _ in ran):
-            out[k] = sum(st.get(k, 0.0) * n for st, n in ran) / total
+    out["loss"] = sum(st.get("loss", 0.0) for st, _, _ in parts)
+    out["ratio_min"] = min(st["ratio_min"] for st, _, _ in ran)
+    out["ratio_max"] = max(st["ratio_max"] for st, _, _ in ran)
+    for keys, weight in ((_TOKEN_WEIGHTED, 1), (_SEQ_WEIGHTED, 2)):
+        total = sum(part[weight] for part in ran)
+        for k in keys:
+            if any(k in st for st, _, _ in ran):
+                out[k] = sum(part[0].get(k, 0.0) * part[weight] for part in ran) / total if total else 0.0
     return out
 
 

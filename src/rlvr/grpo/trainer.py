@@ -319,7 +319,7 @@ class GRPOTrainer:
         self.sched.step()
         acc["lr"] = self.sched.get_last_lr()[0]
         if self.dist.world > 1:
-            acc = merge_update_stats(self.dist.gather((acc, seen)))
+            acc = merge_update_stats(self.dist.gather((acc, seen, seqs)))
         if "loss" not in acc:  # no rank ran anything
             acc.update(loss=0.0, ratio_min=1.0, ratio_max=1.0, ratio_mean=1.0, clip_frac=0.0)
             acc.update(clip_frac_low=0.0, clip_frac_high=0.0)

@@ -133,6 +133,9 @@ class EvalResult(_Record):
     top_k: int | None = None
     max_new_tokens: int | None = None
     prompt_format: str | None = None
+    # the whole `sampling:` record the evaluation ran with (prompt_format resolved), stop strings and
+    # system prompt included: what the audit's matched-settings check compares; {} in older files
+    sampling: dict[str, Any] = {}
     engine: str | None = None
     truncated_frac: float | None = None
     greedy_truncated_frac: float | None = None
@@ -149,8 +152,9 @@ class EvalResult(_Record):
         return m if m is not None and m.value is not None else None
 
     def setting(self, name: str) -> Any:
-        """A sampling setting or other top-level field by name (None when absent)."""
-        return getattr(self, name, None)
+        """A sampling setting (from the `sampling` record, else the top-level field of older files) or
+        another top-level field by name (None when absent)."""
+        return self.sampling[name] if name in self.sampling else getattr(self, name, None)
 
 
 class EvalSample(_Record):

@@ -40,6 +40,14 @@ def _metric_order(name: str) -> tuple[int, int, str]:
     return (int(m.group(2)), 0 if m.group(1) == "pass" else 1, name) if m else (1, 2, name)
 
 
+def _sampling_keys(base: EvalRun, trained: EvalRun) -> list[str]:
+    """The sampling settings to compare: the whole `sampling` record where both evaluations wrote one
+    (stop strings and system prompt included), else the fields older eval.json files state."""
+    if base.result.sampling and trained.result.sampling:
+        return list(dict.fromkeys([*base.result.sampling, *trained.result.sampling]))
+    return ["max_new_tokens", "temperature", "top_p", "top_k", "prompt_format"]
+
+
 def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[Status, ComputePair, list[str]]:
     names = sorted(set(base.result.metrics) & set(trained.result.metrics), key=_metric_order)
     rows: list[MetricRow] = []
@@ -61,7 +69,7 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
         problems.append("a metric states no tokens_per_problem")
     diffs = [
         f"{k}: {base.result.setting(k)} vs {trained.result.setting(k)}"
-        for k in ("n_samples", "max_new_tokens", "temperature", "top_p", "top_k", "prompt_format")
+        for k in ("n_samples", *_sampling_keys(base, trained))
         if base.result.setting(k) != trained.result.setting(k)
     ]
     ratio = p1[5] if p1 else None
