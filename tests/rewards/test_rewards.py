@@ -53,8 +53,24 @@ def test_format_gsm8k() -> None:
 
 def test_process_hand_computed() -> None:
     cols = {"steps": [GOLD_STEPS] * 4}
-    # RIGHT: +1 +1 -> 2/2 = 1; WRONG_STEP: -1 -1 -> -1; ONE_STEP: +1 -> 0.5; no steps: 0
-    assert process([RIGHT, WRONG_STEP, ONE_STEP, "#### 38"], **cols) == [1.0, -1.0, 0.5, 0.0]
+    # RIGHT: +1 +1 -> 2/2 = 1; WRONG_STEP: -1 -1 -> -1; ONE_STEP: +1, one gold step never attempted -1
+    # -> 0; no steps: both gold steps missing -> -1 (a bare answer never beats an honest attempt)
+    assert process([RIGHT, WRONG_STEP, ONE_STEP, "#### 38"], **cols) == [1.0, -1.0, 0.0, -1.0]
+    # missing_penalty 0: steps left out cost nothing (the scoring that paid the easy rung's process arms for
+    # answering bare, docs/studies.md)
+    assert make_process(missing_penalty=0.0)([RIGHT, WRONG_STEP, ONE_STEP, "#### 38"], **cols) == [1.0, -1.0, 0.5, 0.0]
+
+
+def test_process_never_pays_leaving_steps_out_more_than_attempting_them() -> None:
+    """For every prefix of a right chain, and every chain with a wrong step, the process score is at
+    least a bare answer's: showing part of the work never scores below showing none."""
+    gold = [Step("2+3", "5"), Step("5*4", "20"), Step("20-6", "14")]
+    chain = ["2+3=<<2+3=5>>5", "5*4=<<5*4=20>>20", "20-6=<<20-6=14>>14"]
+    bare = process(["#### 14"], steps=[gold])[0]
+    prefixes = [process(["\n".join(chain[:k]) + "\n#### 14"], steps=[gold])[0] for k in range(4)]
+    assert prefixes == sorted(prefixes) and prefixes[0] == bare == -1.0 and prefixes[-1] == 1.0
+    slip = "\n".join([*chain[:2], "20-6=<<20-6=13>>13", "#### 13"])
+    assert (process([slip], steps=[gold])[0] or 0) > bare
 
 
 def test_process_overlong_chain_penalty() -> None:
@@ -76,8 +92,8 @@ def test_process_gold_from_columns() -> None:
 def test_hybrid_is_lambda_mix() -> None:
     h = make_hybrid(0.25)
     cols = {"answer": ["38", "38"], "steps": [GOLD_STEPS, GOLD_STEPS]}
-    # RIGHT: 0.25*1 + 0.75*1; ONE_STEP: 0.25*0.5 + 0.75*1
-    assert h([RIGHT, ONE_STEP], **cols) == [1.0, 0.875]
+    # RIGHT: 0.25*1 + 0.75*1; ONE_STEP: 0.25*0 + 0.75*1
+    assert h([RIGHT, ONE_STEP], **cols) == [1.0, 0.75]
     assert h([WRONG_STEP], answer=["38"], steps=[[]]) == [0.0]  # no gold steps: outcome alone
 
 

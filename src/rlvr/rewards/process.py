@@ -1,12 +1,16 @@
 """Process reward: step-level checks against GSM8K's `<<expr=result>>` calculator annotations.
 
-For a completion with generated steps s_1..s_m and a gold solution with n >= 1 steps:
+For a completion with generated steps s_1..s_m, of which r are right (exact arithmetic, and the value
+matches a gold step not yet used) and w = m - r wrong, and a gold solution with n >= 1 steps:
 
-    score_i = +1 if s_i's arithmetic is exact and its value matches a gold step, else -1
-    process = clip(sum_i score_i / n, -1, 1) - overlong_penalty * [m > 1.5 n], clipped to [-1, 1]
+    process = clip((r - w - missing_penalty * max(0, (n - r) - w)) / n, -1, 1)
+              - overlong_penalty * [m > 1.5 n], clipped to [-1, 1]
 
-Range [-1, 1]. A completion with no steps scores 0. Problems without gold steps are not scorable
-(`None`), never silently 0.
+Each wrong step costs 1, and so does each gold step the completion never attempts (`missing_penalty`,
+1 by default): a bare answer scores -1, a full right chain 1. With `missing_penalty: 0` steps left out
+cost nothing (a bare answer scores 0), which pays a model for not showing work it might get wrong:
+on the `easy` rung the granularity study's process arms learned exactly that within 20 steps
+(docs/studies.md). Problems without gold steps are not scorable (`None`), never silently 0.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ __all__ = ["process", "make_process", "process_score", "make_hybrid", "hybrid"]
 RewardFn = Callable[..., list[float | None]]
 
 
-def process_score(text: str, gold, *, max_ratio: float = 1.5, overlong_penalty: float = 0.5) -> float | None:
+def process_score(
+    text: str, gold, *, max_ratio: float = 1.5, overlong_penalty: float = 0.5, missing_penalty: float = 1.0
+) -> float | None:
     """The process score of one completion against gold steps (see the module docstring).
 
     >>> from rlvr.tasks import Step
@@ -31,20 +37,24 @@ def process_score(text: str, gold, *, max_ratio: float = 1.5, overlong_penalty: 
     1.0
     >>> process_score("<<3+4=8>>8\\n<<7*2=14>>14\\n#### 14", gold)
     0.0
+    >>> process_score("#### 14", gold), process_score("#### 14", gold, missing_penalty=0.0)
+    (-1.0, 0.0)
     """
     if not gold:
         return None
     steps = parse_steps(text)
     matched = match_steps(steps, gold)
-    total = sum(1.0 if (s.valid and ok) else -1.0 for s, ok in zip(steps, matched, strict=True))
+    right = sum(1 for s, ok in zip(steps, matched, strict=True) if s.valid and ok)
+    wrong = len(steps) - right
+    total = right - wrong - missing_penalty * max(0, len(gold) - right - wrong)
     score = max(-1.0, min(1.0, total / len(gold)))
     if len(steps) > max_ratio * len(gold):
         score = max(-1.0, score - overlong_penalty)
     return score
 
 
-def make_process(max_ratio: float = 1.5, overlong_penalty: float = 0.5) -> RewardFn:
-    """A process reward with its own chain-length limit and penalty.
+def make_process(max_ratio: float = 1.5, overlong_penalty: float = 0.5, missing_penalty: float = 1.0) -> RewardFn:
+    """A process reward with its own chain-length limit and penalties.
 
     >>> from rlvr.tasks import Step
     >>> make_process(overlong_penalty=0.0)(["<<3+4=7>>7\\n<<7*2=14>>14"], steps=[[Step("3+4", "7")]])
@@ -55,7 +65,8 @@ def make_process(max_ratio: float = 1.5, overlong_penalty: float = 0.5) -> Rewar
         answers = kwargs.get("answer") or [None] * len(completions)
         step_cols = steps if steps is not None else [None] * len(completions)
         return [
-            process_score(completion_text(c), gold_steps(s, a), max_ratio=max_ratio, overlong_penalty=overlong_penalty)
+            process_score(completion_text(c), gold_steps(s, a), max_ratio=max_ratio, overlong_penalty=overlong_penalty,
+                          missing_penalty=missing_penalty)
             for c, s, a in zip(completions, step_cols, answers, strict=True)
         ]
 
