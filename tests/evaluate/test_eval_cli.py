@@ -123,8 +123,9 @@ def test_a_run_folder_is_evaluated_on_the_rung_it_trained_on(
     run = tmp_path / "run"
     shutil.copytree(tiny_model_dir, run / "model")
     (run / "config.yaml").write_text("model: somewhere\ntask: arith\npreset: small\n")
-    for model, extra, rung in [(run, [], "small"), (run / "model", [], "small"), (run, ["--preset", "medium"], "medium"),
-                               (tiny_model_dir, [], "easy")]:  # fmt: skip
+    cases = [(run, [], "small"), (run / "model", [], "small"), (run, ["--preset", "medium"], "medium"),
+             (tiny_model_dir, [], "easy")]  # fmt: skip
+    for model, extra, rung in cases:
         out = tmp_path / f"eval-{rung}-{model.name}"
         code, err = run_main(["eval", *one_thread, "--model", str(model), *TINY, *extra, "--out", str(out)], capsys)
         assert code == 0, err

@@ -101,8 +101,8 @@ def test_primitives_measure_what_they_say() -> None:
     assert one("no_repeats", "same line\nsame line\nother line\nsame line") == pytest.approx(-0.5)
     assert one("answer_is_last_step", GOOD) == 1.0 and one("answer_is_last_step", "9*2=18\n#### 17") == 0.0
     # a near miss earns part of the credit, a far one none: the sparse-outcome rung's partial credit
-    assert one("answer_closeness", "#### 18") == 1.0 and one("answer_closeness", "#### 16", scale=0.5) == pytest.approx(
-        1 - (2 / 18) / 0.5)
+    assert one("answer_closeness", "#### 18") == 1.0
+    assert one("answer_closeness", "#### 16", scale=0.5) == pytest.approx(1 - (2 / 18) / 0.5)
     assert one("answer_closeness", "#### 40") == 0.0 and one("answer_closeness", "no answer") == 0.0
     for p in PRIMITIVES.values():
         lo, hi = p.value_range

@@ -127,8 +127,10 @@ def test_every_grpo_arm_is_compared_with_the_sft_matched_baseline(tmp_path: Path
 
     arms = {"base": ("base", [0, 0, 1, 2]), "a": ("grpo", [2, 1, 1, 2]), "b": ("grpo", [1, 1, 2, 2]),
             "s": ("sft-matched", [0, 1, 1, 2])}  # fmt: skip
-    results = {name: StudyJobResult(key=name, kind=kind, condition=name, seed=0, status="done",
-                                    eval_dir=write(name, correct)) for name, (kind, correct) in arms.items()}  # fmt: skip
+    results = {
+        name: StudyJobResult(key=name, kind=kind, condition=name, seed=0, status="done", eval_dir=write(name, correct))
+        for name, (kind, correct) in arms.items()
+    }
     conditions = [{"name": n, "kind": k} for n, (k, _) in arms.items()]
     study = analyse(load_config(StudyConfig, None, {"conditions": conditions, "seeds": [0]}), tmp_path, "b", results)
     pairs = sorted({(t.condition, t.reference) for t in study.comparisons})

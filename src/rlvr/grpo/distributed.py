@@ -109,11 +109,12 @@ def merge_update_stats(parts: list[tuple[dict[str, float], float, float]]) -> di
     out["loss"] = sum(st.get("loss", 0.0) for st, _, _ in parts)
     out["ratio_min"] = min(st["ratio_min"] for st, _, _ in ran)
     out["ratio_max"] = max(st["ratio_max"] for st, _, _ in ran)
-    for keys, weight in ((_TOKEN_WEIGHTED, 1), (_SEQ_WEIGHTED, 2)):
-        total = sum(part[weight] for part in ran)
+    for keys, weights in ((_TOKEN_WEIGHTED, [n for _, n, _ in ran]), (_SEQ_WEIGHTED, [q for _, _, q in ran])):
+        total = sum(weights)
         for k in keys:
             if any(k in st for st, _, _ in ran):
-                out[k] = sum(part[0].get(k, 0.0) * part[weight] for part in ran) / total if total else 0.0
+                weighted = sum(st.get(k, 0.0) * w for (st, _, _), w in zip(ran, weights, strict=True))
+                out[k] = weighted / total if total else 0.0
     return out
 
 

@@ -64,9 +64,9 @@ def make_process(max_ratio: float = 1.5, overlong_penalty: float = 0.5, missing_
     def process(completions: list[Any], steps: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
         answers = kwargs.get("answer") or [None] * len(completions)
         step_cols = steps if steps is not None else [None] * len(completions)
+        kw = {"max_ratio": max_ratio, "overlong_penalty": overlong_penalty, "missing_penalty": missing_penalty}
         return [
-            process_score(completion_text(c), gold_steps(s, a), max_ratio=max_ratio, overlong_penalty=overlong_penalty,
-                          missing_penalty=missing_penalty)
+            process_score(completion_text(c), gold_steps(s, a), **kw)
             for c, s, a in zip(completions, step_cols, answers, strict=True)
         ]
 

@@ -5,7 +5,8 @@ Pooling over seeds: each problem's sampled pass rate is averaged over a conditio
 is read on the same problems (the ids all evaluations share).
 
 Comparisons (each trained condition against the base and against the first listed trained
-condition; each GRPO condition against `sft-matched`, the compute-matched baseline, when there is one): by `evaluate.compare.paired_tests`, the one statistics path:
+condition; each GRPO condition against `sft-matched`, the compute-matched baseline, when there is
+one): by `evaluate.compare.paired_tests`, the one statistics path:
 - sampled pass@1: the difference of the seed-pooled per-problem rates, paired bootstrap CI,
   sign-flip permutation p;
 - greedy: McNemar over the (problem, seed) pairs, each seed's run against the reference's run of the
