@@ -101,7 +101,11 @@ def test_two_ranks_equal_one_process_at_the_same_global_batch(tmp_path, tiny_mod
 def test_two_ranks_log_every_statistic_one_process_logs(tmp_path, tiny_model_dir) -> None:
     """GSPO with two updates per rollout: every `train/` statistic (token shares, GSPO's sequence share
     `seq_clip_frac`, ratio extremes, loss, entropy) merged over 2 ranks equals one process's."""
-    kw = {"objective": "gspo", "num_iterations": 2, "objective_overrides": {"beta": 0.0}}
+    reward = tmp_path / "length.py"  # the untrained model's outcome is always 0: a reward that varies in every group
+    reward.write_text("def length(completions, **kw):\n    return [len(c) / 100 for c in completions]\n")
+    objective = {"beta": 0.0, "eps_low": 0.05, "eps_high": 0.05}  # wide enough that only some sequences clip
+    rewards = [{"name": "outcome", "weight": 0.0}, {"file": str(reward), "function": "length"}]
+    kw = {"objective": "gspo", "num_iterations": 2, "objective_overrides": objective, "rewards": rewards}
     GRPOTrainer(load_config(TrainConfig, _config(tmp_path, tiny_model_dir, "one", **kw))).train()
     _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "two", **kw)))
     _assert_same(tmp_path / "one", tmp_path / "two")
