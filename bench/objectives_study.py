@@ -49,7 +49,7 @@ def finished(folder: Path) -> bool:
 
 def evaluate(model: Path, out: Path, n: int, samples: int) -> EvalResult:
     if not finished(out):
-        run(["eval", "--model", str(model), "--split", "test", "--n-problems", str(n), "--n", str(samples),
+        run(["eval", "--model", str(model), "--split", "test", "--problems", str(n), "--samples", str(samples),
              "--ks", "1", "--out", str(out), "--overwrite"])  # fmt: skip
     return read_eval(out)
 

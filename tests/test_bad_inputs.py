@@ -122,7 +122,7 @@ CASES: list[Case] = [
     ("judge a folder without samples", _files(), ["judge", "{dir}"], "no samples.jsonl (not an evaluation folder)"),
     ("judge without a model", _files(**{"samples.jsonl": '{"problem_id": "p"}\n'}), ["judge", "{dir}"],
      "no judge model: set JudgeConfig.model or RLVR_JUDGE_MODEL"),
-    ("judge a negative count", _files(), ["judge", "{dir}", "--n", "-1"], "--n: expected a count >= 0, got -1"),
+    ("judge a negative count", _files(), ["judge", "{dir}", "--items", "-1"], "--items: expected a count >= 0, got -1"),
     ("study without a grid", _files(), ["study"], "give --config FILE or --preset NAME"),
     ("unknown study preset", _files(), ["study", "--preset", "nope"],
      "unknown study preset 'nope'; known: granularity"),

@@ -24,10 +24,27 @@ def test_help_lists_only_real_commands() -> None:
 
 
 def test_data_preview() -> None:
-    out = rlvr("data", "preview", "arith", "--n", "2")
+    out = rlvr("data", "preview", "arith", "--problems", "2")
     assert out.returncode == 0 and out.stdout.count("#### ") == 2
     bad = rlvr("data", "preview", "arith", "--split", "holdout")
     assert bad.returncode == 2 and "holdout" in bad.stderr
+
+
+def test_renamed_flags_keep_their_old_spelling_and_name_the_new_one() -> None:
+    """One name per meaning: --problems, --samples, --items; the old spellings still work, with a note."""
+    old = rlvr("data", "preview", "arith", "--n", "3")
+    assert old.returncode == 0 and old.stdout.count("#### ") == 3
+    assert "note: --n is now --problems" in old.stderr
+    both = rlvr("data", "preview", "arith", "--n", "3", "--problems", "2")
+    assert both.returncode == 2 and "--n and --problems are the same flag" in both.stderr
+    for args, new in ((["eval", "--n", "2"], "--samples"), (["eval", "--n-problems", "2"], "--problems"),
+                      (["judge", ".", "--n", "2"], "--items"), (["review", "export", ".", "--n", "2"], "--items"),
+                      (["search", "calibrate", ".", "--n", "3"], "--items")):  # fmt: skip
+        command = args[:2] if args[0] in ("review", "search") else args[:1]
+        helptext = rlvr(*command, "--help").stdout
+        assert new in helptext and " --n " not in helptext, args  # the old spelling is hidden from --help
+    ev = rlvr("eval", "--n", "2", "--samples", "3")
+    assert ev.returncode == 2 and "--n and --samples are the same flag" in ev.stderr
 
 
 def test_verify_file(tmp_path: Path) -> None:
@@ -77,7 +94,7 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
     (run / "config.yaml").write_text(cfg_text)
 
     out = rlvr(
-        "eval", "--model", str(run), "--n-problems", "3", "--n", "2", "--ks", "1,2", "--out", str(tmp_path / "ev")
+        "eval", "--model", str(run), "--problems", "3", "--samples", "2", "--ks", "1,2", "--out", str(tmp_path / "ev")
     )
     assert out.returncode == 0, out.stderr
     result = json.loads((tmp_path / "ev" / "eval.json").read_text())
@@ -100,8 +117,8 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
         assert out.returncode == 2 and message in out.stderr.replace("\n", ""), (args, out.stderr[-500:])
     after = {p: p.read_bytes() for d in (run, tmp_path / "ev", tmp_path / "base") for p in d.rglob("*") if p.is_file()}
     assert after == before and not (tmp_path / "new").exists()
-    out = rlvr("eval", "--model", str(run), "--n-problems", "2", "--n", "1", "--ks", "1", "--out", str(tmp_path / "ev"),
-               "--overwrite")  # fmt: skip
+    out = rlvr("eval", "--model", str(run), "--problems", "2", "--samples", "1", "--ks", "1",
+               "--out", str(tmp_path / "ev"), "--overwrite")  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "ev" / "eval.json").read_text())["n_problems"] == 2
 

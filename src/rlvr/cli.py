@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rlvr.grpo.config import TrainConfig
 
 C = TypeVar("C", "EvalConfig", "TrainConfig")
+T = TypeVar("T")
 
 app = typer.Typer(
     add_completion=False,
@@ -56,6 +57,17 @@ OverwriteOpt = Annotated[
 ]
 
 
+def _renamed(old: str, old_value: T | None, new: str, new_value: T | None, default: T | None = None) -> T:
+    """The value of a renamed flag (`rlvr.config.renamed_flag`); both spellings at once exits 2."""
+    from rlvr.config import ConfigError, renamed_flag
+
+    try:
+        got = renamed_flag(old, old_value, new, new_value)
+    except ConfigError as e:
+        fail(str(e))
+    return default if got is None else got  # type: ignore[return-value]
+
+
 def fail(msg: str) -> NoReturn:
     """Print a one-line reason and exit 2 (bad input)."""
     console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
@@ -65,14 +77,16 @@ def fail(msg: str) -> NoReturn:
 @data_app.command("preview")
 def data_preview(
     task: Annotated[str, typer.Argument(help="arith, gsm8k or a path to a GSM8K-format .jsonl")],
-    n: Annotated[int, typer.Option(help="How many problems.")] = 5,
+    problems: Annotated[int | None, typer.Option(help="How many problems (default 5).")] = None,
     split: Annotated[str, typer.Option(help="train, dev or test.")] = "train",
     preset: Annotated[str, typer.Option(help="arith rung (docs/embedded.md): small ... expert.")] = "easy",
     seed: Annotated[int, typer.Option(help="arith generation seed.")] = 0,
+    n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
 ) -> None:
     """Print problems of a task: question, gold solution, answer and steps."""
     from rlvr.tasks import DataError, HoldoutError, load_task
 
+    n = _renamed("--n", n_old, "--problems", problems, 5)
     try:
         probs = load_task(task, split, n=n, seed=seed, preset=preset)  # type: ignore[arg-type]
     except (DataError, HoldoutError, KeyError, ValueError) as e:
@@ -235,8 +249,8 @@ def eval_(
         str | None, typer.Option(help="arith rung (docs/embedded.md); default: the rung the run folder trained on.")
     ] = None,
     split: Annotated[str | None, typer.Option(help="test, dev or holdout.")] = None,
-    n_problems: Annotated[int | None, typer.Option("--n-problems", help="Problems to evaluate.")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Samples per problem.")] = None,
+    problems: Annotated[int | None, typer.Option(help="Problems to evaluate.")] = None,
+    samples: Annotated[int | None, typer.Option(help="Samples per problem.")] = None,
     ks: Annotated[str | None, typer.Option(help="Comma-separated k for pass@k and maj@k, e.g. 1,4,8.")] = None,
     temperature: TemperatureOpt = None,
     max_new_tokens: MaxNewOpt = None,
@@ -246,6 +260,8 @@ def eval_(
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     out: Annotated[str | None, typer.Option(help="Run folder.")] = None,
     overwrite: OverwriteOpt = False,
+    n_problems_old: Annotated[int | None, typer.Option("--n-problems", hidden=True)] = None,
+    n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
 ) -> None:
     """Evaluate a model: pass@1, pass@k, maj@k and greedy accuracy with token budgets and CIs."""
     from rlvr.config import load_config
@@ -259,7 +275,9 @@ def eval_(
     except ValueError:
         fail(f"--ks: expected comma-separated integers, got {ks!r}")
     overrides = {
-        "model": model, "task": task, "preset": preset, "split": split, "n_problems": n_problems, "n_samples": n,
+        "model": model, "task": task, "preset": preset, "split": split,
+        "n_problems": _renamed("--n-problems", n_problems_old, "--problems", problems),
+        "n_samples": _renamed("--n", n_old, "--samples", samples),
         "ks": k_list,
         "sampling.temperature": temperature, "sampling.max_new_tokens": max_new_tokens,
         "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt, "seed": seed, "out": out,
@@ -375,7 +393,9 @@ def compare(
 @app.command()
 def judge(
     eval_dir: Annotated[Path, typer.Argument(help="An evaluation folder (samples.jsonl from `rlvr eval`).")],
-    n: Annotated[int, typer.Option("--n", help="Completions to judge (a seeded random subset); 0: all.")] = 50,
+    items: Annotated[
+        int | None, typer.Option(help="Completions to judge (a seeded random subset; default 50); 0: all.")
+    ] = None,
     only_incorrect: Annotated[
         bool, typer.Option("--only-incorrect/--all", help="Judge only wrong completions (default) or all.")
     ] = True,
@@ -388,6 +408,7 @@ def judge(
         ),  # fmt: skip
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the subset.")] = 0,
+    n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
 ) -> None:
     """Sort wrong completions into error categories with an LLM judge (any OpenAI-compatible endpoint).
 
@@ -400,8 +421,9 @@ def judge(
     from rlvr.evaluate.judge import JudgeConfig, JudgeError, judge_samples
     from rlvr.runs import RunFileError, read_judge
 
+    n = _renamed("--n", n_old, "--items", items, 50)
     if n < 0:
-        fail(f"--n: expected a count >= 0, got {n}")
+        fail(f"--items: expected a count >= 0, got {n}")
     if not (eval_dir / "samples.jsonl").is_file():
         fail(f"{eval_dir}: no samples.jsonl (not an evaluation folder)")
     try:

@@ -38,6 +38,7 @@ __all__ = [
     "partial_model",
     "dump_config",
     "load_yaml_mapping",
+    "renamed_flag",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -252,3 +253,22 @@ def _deep_update(dst: dict[str, Any], src: dict[str, Any]) -> None:
 def dump_config(cfg: BaseModel, path: Path) -> None:
     """Write the resolved config as YAML (what `--config` reads back)."""
     path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+
+
+T = TypeVar("T")
+
+
+def renamed_flag(old: str, old_value: T | None, new: str, new_value: T | None) -> T | None:
+    """A flag's value when it was given under its old spelling (kept as a hidden alias): the old value
+    with a note naming the new flag on stderr; both spellings at once is a ConfigError.
+
+    One name per meaning across commands: `--samples` (per problem), `--problems` (how many
+    problems), `--items` (how many completions or candidates a command takes)."""
+    import sys
+
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise ConfigError(f"{old} and {new} are the same flag; give {new} only")
+    print(f"note: {old} is now {new}", file=sys.stderr)
+    return old_value

@@ -28,7 +28,7 @@ SAMPLE_KEYS = {
     "problem_id", "question", "prompt", "gold", "gold_solution", "gold_steps", "n_steps", "sample", "temperature",
     "completion", "parsed", "correct", "reason", "tokens", "truncated",
 }  # fmt: skip
-TINY = ["--n-problems", "5", "--n", "2", "--ks", "1,2"]
+TINY = ["--problems", "5", "--samples", "2", "--ks", "1,2"]
 
 
 @pytest.fixture()

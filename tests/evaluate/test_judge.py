@@ -211,7 +211,7 @@ def test_rlvr_judge_writes_into_the_eval_folder_and_compare_shows_it(
         metric = {"value": 0.25, "ci": [0.0, 0.5], "k": 1, "n": 1, "tokens_per_problem": 9.0}
         (d / "eval.json").write_text(json.dumps({"task": "arith", "split": "test", "metrics": {"pass@1": metric},
                                                  "per_problem": rows}))  # fmt: skip
-        monkeypatch.setattr(sys, "argv", ["rlvr", "judge", str(d), "--n", "0"])
+        monkeypatch.setattr(sys, "argv", ["rlvr", "judge", str(d), "--items", "0"])
         with pytest.raises(SystemExit) as e:
             main()
         assert e.value.code in (0, None)

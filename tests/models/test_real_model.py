@@ -122,7 +122,7 @@ def _rlvr(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 def test_eval_gsm8k_chat_parses_most_greedy_answers(real_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval"
     r = _rlvr(
-        "eval", "--model", str(real_model_dir), "--task", "gsm8k", "--n-problems", "20", "--n", "1", "--ks", "1",
+        "eval", "--model", str(real_model_dir), "--task", "gsm8k", "--problems", "20", "--samples", "1", "--ks", "1",
         "--prompt-format", "chat", "--max-new-tokens", "256", "--out", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
@@ -154,7 +154,7 @@ def test_lora_grpo_with_r1_format_saves_reloads_and_evaluates(real_model_dir: Pa
         p.numel() for p in load_model(real_model_dir).parameters()
     )
     r = _rlvr(
-        "eval", "--model", str(run), "--task", "gsm8k", "--n-problems", "2", "--n", "2", "--ks", "1,2",
+        "eval", "--model", str(run), "--task", "gsm8k", "--problems", "2", "--samples", "2", "--ks", "1,2",
         "--prompt-format", "r1", "--max-new-tokens", "32", "--out", str(tmp_path / "eval"),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]

@@ -261,7 +261,7 @@ def test_export_refuses_to_orphan_labels(review_dir: Path) -> None:
     with pytest.raises(ReviewError, match="holds labels for a different slice"):
         export_slice(eval_dir, n=10, seed=1)
     export_slice(eval_dir, n=10, seed=1, force=True)
-    with pytest.raises(ReviewError, match="--n must be >= 1"):
+    with pytest.raises(ReviewError, match="--items must be >= 1"):
         export_slice(eval_dir, n=0)
 
 
@@ -569,7 +569,7 @@ def run_cli(*args: str):
 
 def test_cli_export_import_stats(tmp_path: Path) -> None:
     eval_dir = write_eval(tmp_path / "eval", population())
-    r = run_cli("export", eval_dir, "--n", "8", "--seed", "1")
+    r = run_cli("export", eval_dir, "--items", "8", "--seed", "1")
     assert r.exit_code == 0, r.output
     assert "wrote 8 of 48 completions" in r.output and "verdict" in r.output
     _, items = load_slice(eval_dir / "review")
@@ -590,7 +590,7 @@ def test_cli_export_import_stats(tmp_path: Path) -> None:
 
 def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     eval_dir = write_eval(tmp_path / "eval", population(3, 2))
-    run_cli("export", eval_dir, "--n", "4")
+    run_cli("export", eval_dir, "--items", "4")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
         '{"item_id": "p000:0", "reviewer": "bob", "answer_correct": true, "reasoning_valid": true}\n'

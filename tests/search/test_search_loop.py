@@ -108,6 +108,29 @@ def test_final_tests_equal_paired_tests(tmp_path):
             assert t.greedy_diff == pytest.approx(g.diff)
 
 
+def test_final_adds_the_given_pairs_to_the_family(tmp_path):
+    """The best ensemble against the random one (the paper's selection control) joins the family."""
+    cfg = _cfg(tmp_path, tmp_path / "model", test_n=12, test_samples=4, correction="bonferroni")
+    s = search_run.Search(cfg, log=lambda m: None, write_run=False)
+    rng = np.random.default_rng(1)
+    arms = {}
+    for name, p in (("control", 0.3), ("top ensemble", 0.7), ("random ensemble", 0.4)):
+        correct, greedy = rng.binomial(4, p, 12), (rng.random(12) < p).astype(int)
+        per_problem = {"ids": [str(i) for i in range(12)], "correct": correct.tolist(), "answered": [4] * 12,
+                       "greedy": greedy.tolist()}  # fmt: skip
+        scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4, "n_problems": 12}
+        s.store.set_meta(f"test/{name}", {**scores, "per_problem": per_problem})
+        arms[name] = (correct / 4, greedy)
+    runs = {n: ScreenResult(key=n, run_dir=str(tmp_path)) for n in arms}
+    got = s.final(runs, [("random ensemble", "top ensemble"), ("control", "missing")]).tests
+    assert [(t.a, t.b) for t in got] == [("control", "top ensemble"), ("control", "random ensemble"),
+                                         ("random ensemble", "top ensemble")]  # fmt: skip
+    a, b = arms["random ensemble"], arms["top ensemble"]
+    p1, g = paired_tests((a[0], b[0]), (a[1], b[1]), seed=cfg.seed)
+    assert (got[2].pass1_diff, got[2].pvalue) == (p1.diff, g.pvalue)
+    assert got[2].p_adjusted == pytest.approx(min(1.0, 3 * g.pvalue))  # three tests, Bonferroni
+
+
 def test_ensemble_reward_is_a_weighted_mean_with_the_none_policy():
     class Member:
         def __init__(self, values):
@@ -183,7 +206,12 @@ def test_search_end_to_end_then_resume_reruns_only_what_was_lost(tmp_path, tiny_
     kinds = {e["kind"] for e in on_disk["ensembles"]}
     assert {"top", "random"} <= kinds <= {"top", "diverse", "random"}
     assert len(on_disk["seeds"]["runs"]) == 2
+    seeds = res.seeds
+    assert seeds is not None and all(r.test is not None and r.test.split == "test" for r in seeds.runs)
+    assert seeds.test_mean == pytest.approx(sum(r.test.accuracy for r in seeds.runs if r.test) / 2)
     assert res.final is not None and {t.b for t in res.final.tests} >= {"top ensemble", "random ensemble"}
+    best = f"{seeds.ensemble} ensemble"
+    assert ("random ensemble", best) in {(t.a, t.b) for t in res.final.tests}
     for t in res.final.tests:
         assert t.p_adjusted is not None and 0 <= t.pvalue <= t.p_adjusted <= 1
     assert read_search_results(out) == res  # results.json reads back as what the search returned
@@ -286,6 +314,44 @@ def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_pat
     assert res.tau_short_full == pytest.approx(4 / 6)
     assert res.tau_seeds == pytest.approx(-1.0)
     assert json.loads((out / "calibration.json").read_text())["rows"][0]["name"] == "c0"
+
+
+def test_calibrate_cost_curve_by_screen_length_on_a_spread_of_the_leaderboard(tmp_path, tiny_model_dir, monkeypatch):
+    from rlvr.config import dump_config
+    from rlvr.search.calibrate import calibrate
+
+    cfg = _cfg(tmp_path, tiny_model_dir, screen_steps=6)
+    out = Path(cfg.out)
+    s = search_run.Search(cfg, log=lambda m: None)
+    cands = [Candidate(f"c{i}", f"# {i}\n", "d", (), 1) for i in range(7)]
+    s.store.add_round(1, cands)
+    for i, c in enumerate(cands):
+        s.store.set_validation(c.name, True, None, "", None)
+        s.store.add_screen(f"cand/{c.name}/s6/seed0", "candidate", [c.name], 6, 0, _done(c.name, 0.7 - i / 10, 6))
+    s.store.close()
+    dump_config(cfg, out / "config.yaml")
+    ran: list[tuple[str, int, int]] = []
+
+    def fake_run_jobs(jobs, on_result, **kw):
+        for j in jobs:
+            name = j.names[0]
+            ran.append((name, j.steps, j.seed))
+            i = int(name[1:])
+            # 3 steps: the second seed reverses the ranking; 12 steps: both seeds rank as the search did
+            f1 = 0.5 - (i if j.steps != 3 or j.seed == 0 else -i) / 10
+            r = _done(name, f1, j.steps)
+            on_result(j, r.model_copy(update={"seconds": float(j.steps)}))
+
+    monkeypatch.setattr(search_run, "run_jobs", fake_run_jobs)
+    res = calibrate(out, n=4, short_frac=0.5, lengths=[12, 3], pick="spread", log=lambda m: None)
+    assert [r.name for r in res.rows] == ["c0", "c2", "c4", "c6"]  # ranks 1, 3, 5, 7 of 7
+    assert [pt.steps for pt in res.curve] == [3, 12]
+    assert res.curve[0].tau_seeds == pytest.approx(-1.0) and res.curve[1].tau_seeds == pytest.approx(1.0)
+    assert [pt.seconds for pt in res.curve] == [3.0, 12.0]
+    assert ("c0", 6, 0) not in ran  # the search's own screen is reused, never rerun
+    assert len(ran) == len(set(ran)) == 4 * 2 + 4 * 2 * 2 - 4  # short, seed 2; two lengths x two seeds; short = 3
+    on_disk = json.loads((out / "calibration.json").read_text())
+    assert on_disk["pick"] == "spread" and on_disk["curve"][1]["f1_seed2"] == pytest.approx([0.5, 0.3, 0.1, -0.1])
 
 
 def _one_candidate(body: dict, n: int) -> str:

@@ -226,4 +226,5 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     if cfg.plots:
         write_eval_plots(run.path)
     run.write_manifest(finished=True, wall_s=time.time() - run.started)
+    run.close()
     return run.path

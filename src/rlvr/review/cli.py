@@ -42,19 +42,22 @@ def _review_dir(path: Path) -> Path:
 @review_app.command("export")
 def export_cmd(
     eval_dir: Annotated[Path, typer.Argument(help="Evaluation folder with samples.jsonl (and eval.json).")],
-    n: Annotated[int, typer.Option("--n", help="Slice size.")] = 100,
+    items: Annotated[int | None, typer.Option(help="Slice size (default 100).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the tie-breaking permutation.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Review folder to write (default EVAL_DIR/review).")] = None,
     force: Annotated[bool, typer.Option(help="Replace a different slice even if labels exist.")] = False,
+    n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
 ) -> None:
     """Pick a stratified slice of completions to label; writes slice.jsonl and export.json."""
+    from rlvr.config import ConfigError, renamed_flag
     from rlvr.review.export import export_slice
     from rlvr.review.items import load_slice
 
     try:
-        review_dir = export_slice(eval_dir, n=n, seed=seed, out=out, force=force)
+        n = renamed_flag("--n", n_old, "--items", items)
+        review_dir = export_slice(eval_dir, n=100 if n is None else n, seed=seed, out=out, force=force)
         export, _ = load_slice(review_dir)
-    except ReviewError as e:
+    except (ReviewError, ConfigError) as e:
         _fail(str(e))
     assert export is not None  # export_slice has just written export.json
     print(f"wrote {export.n} of {export.n_population} completions to {review_dir / 'slice.jsonl'}")

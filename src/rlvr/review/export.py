@@ -1,4 +1,4 @@
-"""Pick the slice of an evaluation that a person will label: `rlvr review export EVAL_DIR --n 100`.
+"""Pick the slice of an evaluation that a person will label: `rlvr review export EVAL_DIR --items 100`.
 
 Every completion gets a value on five strata (`strata_of`):
 
@@ -216,7 +216,7 @@ def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None =
     `force`: labels are keyed by item id, and a new slice would orphan them.
     """
     if n < 1:
-        raise ReviewError(f"--n must be >= 1, got {n}")
+        raise ReviewError(f"--items must be >= 1, got {n}")
     items, export = _build(eval_dir, n, seed)
     review_dir = out if out is not None else eval_dir / "review"
     review_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""Run folders being written: every command writes one (DESIGN.md, "Runs").
+"""Run folders being written: every command writes one (docs/architecture.md, "Contracts"), and
+holds its lock (`rlvr.runs.lock`) while it does.
 
     config.yaml     the resolved config (what `--config` reads back to reproduce the run)
     manifest.json   command, seeds, data hashes, package versions, git commit, host facts
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from rlvr.config import dump_config
 from rlvr.runs.io import RunFileError, append_jsonl, read_jsonl, read_yaml, write_json, write_jsonl
+from rlvr.runs.lock import RunLock, RunLockedError, check_unlocked
 from rlvr.runs.records import Host, Manifest, ModelPaths, Paths, read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
@@ -184,12 +186,20 @@ class RunDir:
         self.started = time.time()
         self.manifest = Manifest()
         self.trackers: Trackers | None = None
+        self.lock: RunLock | None = None
         if not write:
             return
+        try:
+            check_unlocked(self.path)  # before anything is touched: a refusal changes no byte
+        except RunLockedError as e:
+            raise RunFolderError(str(e)) from None
         check_out(self.path, resume=resume, overwrite=overwrite)
         if overwrite and not resume and (self.path / "manifest.json").is_file():
             shutil.rmtree(self.path)  # asked for; the inputs were checked before this point
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.lock = RunLock(self.path, command, tree=command in ("study", "search"))
+        except RunLockedError as e:
+            raise RunFolderError(str(e)) from None
         (self.path / "samples").mkdir(exist_ok=True)
         dump_config(config, self.path / "config.yaml")
         fields: dict[str, object] = {
@@ -243,10 +253,14 @@ class RunDir:
                 write_jsonl(path, [r for r in read_jsonl(path) if r.get("step", 0) <= step])
 
     def close(self) -> None:
-        """Close the experiment trackers (`report_to`); metrics.jsonl needs nothing."""
+        """Close the experiment trackers (`report_to`) and release the folder's lock; metrics.jsonl
+        needs nothing."""
         if self.trackers is not None:
             self.trackers.close()
             self.trackers = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def append_samples(self, name: str, rows: Sequence[BaseModel]) -> None:
         """Append completions (records such as `TrainSample`, one JSON object per line) to

@@ -11,6 +11,7 @@ from rlvr.runs.records import RewardAudit, _Record, read_record
 
 __all__ = [
     "Calibration",
+    "CalibrationPoint",
     "CalibrationRow",
     "CandidateResult",
     "ControlResult",
@@ -138,16 +139,19 @@ class EnsembleResult(_Record):
 class SeedRun(_Record):
     seed: int | None = None
     status: str | None = None
-    scores: DevScores | None = None
+    scores: DevScores | None = None  # dev
+    test: DevScores | None = None
 
 
 class SeedsResult(_Record):
-    """The best ensemble retrained with more seeds: dev F1 per seed, mean and sd."""
+    """The best ensemble retrained with more seeds: dev F1 and test pass@1 per seed, mean and sd."""
 
     ensemble: str
     runs: list[SeedRun]
     f1_mean: float | None = None
     f1_sd: float | None = None
+    test_mean: float | None = None
+    test_sd: float | None = None
 
 
 class FinalTest(_Record):
@@ -181,17 +185,31 @@ class CalibrationRow(_Record):
     full_f1_seed2: float | None = None
 
 
+class CalibrationPoint(_Record):
+    """One screen length of the cost curve: every calibrated candidate screened with two seeds."""
+
+    steps: int
+    f1: list[float | None]  # per candidate, in the order of `Calibration.rows`
+    f1_seed2: list[float | None]
+    tau_seeds: float | None = None
+    p_seeds: float | None = None
+    seconds: float | None = None  # mean wall seconds of one screen at this length
+
+
 class Calibration(_Record):
-    """`calibration.json` (`rlvr search calibrate`): does the short screen rank like the full run?"""
+    """`calibration.json` (`rlvr search calibrate`): does the short screen rank like the full run,
+    and (with `--lengths`) how long must a screen be before two seeds agree on the ranking?"""
 
     short_steps: int
     full_steps: int
     n: int
+    pick: Literal["top", "spread"] = "top"
     rows: list[CalibrationRow] = []
     tau_short_full: float | None = None
     p_short_full: float | None = None
     tau_seeds: float | None = None
     p_seeds: float | None = None
+    curve: list[CalibrationPoint] = []
 
 
 class SearchResults(_Record):

@@ -10,14 +10,16 @@ and with seed-vs-seed tau near 0 even full screens cannot separate these candida
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from rlvr.config import load_config
 from rlvr.runs import write_json
-from rlvr.runs.search import Calibration, CalibrationRow, read_search_results
+from rlvr.runs.lock import RunLock, RunLockedError
+from rlvr.runs.search import Calibration, CalibrationPoint, CalibrationRow, read_search_results
 from rlvr.search.config import SearchConfig
-from rlvr.search.run import Log, Search
+from rlvr.search.run import BoardRow, Log, Search
 
-__all__ = ["calibrate", "kendall"]
+__all__ = ["calibrate", "kendall", "pick_rows"]
 
 
 def kendall(a: list[float], b: list[float]) -> tuple[float | None, float | None]:
@@ -37,47 +39,91 @@ def kendall(a: list[float], b: list[float]) -> tuple[float | None, float | None]
     return (None, None) if math.isnan(tau) else (tau, p)
 
 
-def calibrate(out: str | Path, *, n: int = 4, short_frac: float = 1 / 3, log: Log = print) -> Calibration:
+def calibrate(
+    out: str | Path,
+    *,
+    n: int = 4,
+    short_frac: float = 1 / 3,
+    lengths: list[int] | None = None,
+    pick: Literal["top", "spread"] = "top",
+    log: Log = print,
+) -> Calibration:
+    """Calibrate the search in `out` on `n` screened candidates (`pick`: the `n` best, or `n` spread
+    evenly over the leaderboard from best to worst); with `lengths`, also screen each with two seeds at
+    every length for the cost curve (seed-vs-seed tau and seconds per screen by screen length)."""
     out = Path(out)
     if not (out / "search.db").exists():
         raise FileNotFoundError(f"{out}: no search.db (run `rlvr search` first)")
+    if lengths is not None and (not lengths or any(x < 1 for x in lengths)):
+        raise ValueError(f"lengths must be positive step counts, got {lengths}")
     cfg = load_config(SearchConfig, out / "config.yaml", {"out": str(out)})
+    try:
+        lock = RunLock(out, "search calibrate", tree=True)  # never beside a search writing the same tree
+    except RunLockedError as e:
+        raise ValueError(str(e)) from None
     s = Search(cfg, resume=True, log=log, write_run=False)  # leaves the search's manifest as it is
     try:
-        return _calibrate(s, out, cfg, n, short_frac)
+        return _calibrate(s, out, cfg, n, short_frac, sorted(set(lengths or [])), pick)
     finally:
         s.store.close()
+        lock.release()
 
 
-def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: float) -> Calibration:
+def pick_rows(board: list[BoardRow], n: int, pick: str) -> list[BoardRow]:
+    """The `n` best rows, or `n` rows at evenly spaced ranks from the best to the worst.
+
+    >>> [r for r in pick_rows(list(range(9)), 4, "spread")]  # stands in for BoardRows
+    [0, 3, 5, 8]
+    """
+    if pick == "top" or n >= len(board):
+        return board[:n]
+    return [board[round(i * (len(board) - 1) / (n - 1))] for i in range(n)]
+
+
+def _calibrate(
+    s: Search,
+    out: Path,
+    cfg: SearchConfig,
+    n: int,
+    short_frac: float,
+    lengths: list[int],
+    pick: Literal["top", "spread"],
+) -> Calibration:
     s.base = s.ensure_base()
-    board = [x for x in s.leaderboard() if x.done][:n]
+    board = pick_rows([x for x in s.leaderboard() if x.done], n, pick)
     if len(board) < 3:
         raise ValueError(f"{out}: calibration needs at least 3 screened candidates, found {len(board)}")
     full, short = cfg.screen_steps, max(1, round(short_frac * cfg.screen_steps))
     seed2 = cfg.seed + 1
-    jobs = []
+    names = [x.row.name for x in board]
+    jobs = {}
     for x in board:
-        jobs.append(s.job(s.cand_key(x.row.name, full), "candidate", [x.row], full, cfg.seed))
-        jobs.append(s.job(s.cand_key(x.row.name, short), "calibration", [x.row], short, cfg.seed))
-        jobs.append(s.job(s.cand_key(x.row.name, full, seed2), "calibration", [x.row], full, seed2))
-    res = s._run(jobs, "calibrate")
+        for steps, seed, kind in [(full, cfg.seed, "candidate"), (short, cfg.seed, "calibration"),
+                                  (full, seed2, "calibration")] + [
+            (L, sd, "calibration") for L in lengths for sd in (cfg.seed, seed2)
+        ]:  # fmt: skip
+            key = s.cand_key(x.row.name, steps, seed)
+            jobs.setdefault(key, s.job(key, kind, [x.row], steps, seed))
+    res = s._run(list(jobs.values()), "calibrate")
 
-    def f1(key: str) -> float | None:
-        r = res.get(key)
+    def f1(name: str, steps: int, seed: int) -> float | None:
+        r = res.get(s.cand_key(name, steps, seed))
         return r.scores.f1 if r is not None and r.done and r.scores is not None else None
 
-    rows = [
-        CalibrationRow(name=name, full_f1=f1(s.cand_key(name, full)), short_f1=f1(s.cand_key(name, short)),
-                       full_f1_seed2=f1(s.cand_key(name, full, seed2)))
-        for name in (x.row.name for x in board)
-    ]  # fmt: skip
-    pairs_s = [(r.short_f1, r.full_f1) for r in rows if r.full_f1 is not None and r.short_f1 is not None]
-    pairs_2 = [(r.full_f1, r.full_f1_seed2) for r in rows if r.full_f1 is not None and r.full_f1_seed2 is not None]
-    tau_s, p_s = kendall([a for a, _ in pairs_s], [b for _, b in pairs_s])
-    tau_2, p_2 = kendall([a for a, _ in pairs_2], [b for _, b in pairs_2])
-    result = Calibration(short_steps=short, full_steps=full, n=len(rows), tau_short_full=tau_s, p_short_full=p_s,
-                         tau_seeds=tau_2, p_seeds=p_2, rows=rows)  # fmt: skip
+    rows = [CalibrationRow(name=m, full_f1=f1(m, full, cfg.seed), short_f1=f1(m, short, cfg.seed),
+                           full_f1_seed2=f1(m, full, seed2)) for m in names]  # fmt: skip
+    tau_s, p_s = _tau([(r.short_f1, r.full_f1) for r in rows])
+    tau_2, p_2 = _tau([(r.full_f1, r.full_f1_seed2) for r in rows])
+    curve = []
+    for L in lengths:
+        a, b = [f1(m, L, cfg.seed) for m in names], [f1(m, L, seed2) for m in names]
+        secs = [r.seconds for m in names for sd in (cfg.seed, seed2)
+                if (r := res.get(s.cand_key(m, L, sd))) is not None and r.done and r.seconds is not None]  # fmt: skip
+        tau, p = _tau(list(zip(a, b, strict=True)))
+        curve.append(CalibrationPoint(steps=L, f1=a, f1_seed2=b, tau_seeds=tau, p_seeds=p,
+                                      seconds=sum(secs) / len(secs) if secs else None))  # fmt: skip
+    result = Calibration(short_steps=short, full_steps=full, n=len(rows), pick=pick, tau_short_full=tau_s,
+                         p_short_full=p_s, tau_seeds=tau_2, p_seeds=p_2, rows=rows, curve=curve)  # fmt: skip
     write_json(out / "calibration.json", result.model_dump(mode="json"))
     results_path = out / "results.json"
     if results_path.exists():
@@ -88,3 +134,9 @@ def _calibrate(s: Search, out: Path, cfg: SearchConfig, n: int, short_frac: floa
         write_json(results_path, results.to_json())
         write_report(results, out / "search_report.html")
     return result
+
+
+def _tau(pairs: list[tuple[float | None, float | None]]) -> tuple[float | None, float | None]:
+    """Kendall's tau over the pairs where both sides were scored."""
+    both = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return kendall([a for a, _ in both], [b for _, b in both])

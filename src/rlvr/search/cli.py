@@ -27,7 +27,10 @@ def _log(msg: str) -> None:
 def search(
     ctx: typer.Context,
     config: Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")] = None,
-    preset: Annotated[str | None, typer.Option(help="Named search: demo (2 rounds x 4 offline candidates).")] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="Named search: demo (2 x 4 offline candidates, small), sparse (2 x 6, easy)."),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Starting checkpoint (default: SFT one from scratch).")] = None,
     rounds: Annotated[int | None, typer.Option(help="Proposal rounds.")] = None,
     candidates: Annotated[int | None, typer.Option(help="Candidates per round.")] = None,
@@ -80,17 +83,39 @@ def search(
 @search_app.command("calibrate")
 def calibrate_cmd(
     folder: Annotated[Path, typer.Argument(help="A search folder.")],
-    n: Annotated[int, typer.Option(help="Best candidates to calibrate on (>= 3).")] = 4,
+    items: Annotated[int | None, typer.Option(help="Candidates to calibrate on (>= 3; default 4).")] = None,
     short_frac: Annotated[float, typer.Option("--short-frac", help="Short screen as a share of full.")] = 1 / 3,
+    lengths: Annotated[
+        str | None, typer.Option(help="Screen lengths for the cost curve, e.g. 20,40,80 (two seeds each).")
+    ] = None,
+    pick: Annotated[
+        str, typer.Option(help="top: the best candidates; spread: candidates at evenly spaced ranks.")
+    ] = "top",
+    n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
 ) -> None:
-    """Kendall tau of short vs full screens, and of full screens across two seeds."""
+    """Kendall tau of short vs full screens, of full screens across two seeds, and (--lengths) by length."""
+    from rlvr.config import ConfigError, renamed_flag
     from rlvr.search.calibrate import calibrate
 
     try:
-        res = calibrate(folder, n=n, short_frac=short_frac, log=_log)
+        n = renamed_flag("--n", n_old, "--items", items)
+    except ConfigError as e:
+        _fail(str(e))
+    if pick not in ("top", "spread"):
+        _fail(f"--pick: expected top or spread, got {pick!r}")
+    try:
+        steps = [int(x) for x in lengths.split(",")] if lengths else None
+    except ValueError:
+        _fail(f"--lengths: expected comma-separated step counts, got {lengths!r}")
+    try:
+        res = calibrate(folder, n=4 if n is None else n, short_frac=short_frac, lengths=steps, pick=pick, log=_log)  # type: ignore[arg-type]
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
     for label, tau, p in (("short vs full", res.tau_short_full, res.p_short_full),
                           ("seed vs seed", res.tau_seeds, res.p_seeds)):  # fmt: skip
         _log(f"Kendall tau {label}: " + ("n/a" if tau is None else f"{tau:+.2f} (p={p:.3g})"))
+    for pt in res.curve:
+        tau_s = "n/a" if pt.tau_seeds is None else f"{pt.tau_seeds:+.2f} (p={pt.p_seeds:.3g})"
+        cost = "n/a" if pt.seconds is None else f"{pt.seconds:.0f} s"
+        _log(f"{pt.steps} steps: seed vs seed tau {tau_s}, {cost} a screen")
     console.print(f"calibration: {folder / 'calibration.json'}")

@@ -103,4 +103,21 @@ class SearchConfig(StrictModel):
 SEARCH_PRESETS: dict[str, dict[str, Any]] = {
     # The embedded default: 2 rounds x 4 offline candidates on the tiny model (docs/search.md).
     "demo": {"rounds": 2, "candidates": 4, "screen_steps": 40, "dev_n": 200, "dev_samples": 4, "test_n": 500},
+    # A rung where the outcome reward alone is sparse (docs/search.md, docs/studies.md section 2): the base
+    # is built on `easy` by the demo's SFT recipe (pass@1 0.09, 58% of its groups of 8 all wrong), and
+    # screens train with the demo's GRPO recipe. Two 1-thread screens at a time on 2 cores.
+    "sparse": {
+        "preset": "easy",
+        "sft_steps": 600,
+        "rounds": 2,
+        "candidates": 6,
+        "screen_steps": 40,
+        "train": {"objective": "grpo", "objective_overrides": {"beta": 0.0, "aggregation": "token_mean"}, "lr": 1e-4},
+        "dev_n": 300,
+        "dev_samples": 8,
+        "test_n": 500,
+        "test_samples": 8,
+        "workers": 2,
+        "threads": 1,
+    },
 }

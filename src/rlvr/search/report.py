@@ -235,6 +235,7 @@ class RunView:
     scores: ScoresView
     error: str | None = None
     seed: int | None = None
+    test: ScoresView | None = None  # the seed study's runs on the test split
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,8 @@ class SeedsView:
     runs: list[RunView]
     f1_mean: float | None
     f1_sd: float | None
+    test_mean: float | None = None
+    test_sd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -403,8 +406,10 @@ def _final_view(f: FinalComparison | None) -> FinalView:
 def _seeds_view(s: SeedsResult | None) -> SeedsView | None:
     if s is None or not s.runs:
         return None
-    runs = [RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores)) for r in s.runs]
-    return SeedsView(ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd)
+    runs = [RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
+            for r in s.runs]  # fmt: skip
+    return SeedsView(ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean,
+                     test_sd=s.test_sd)  # fmt: skip
 
 
 def _view(results: SearchResults, path: Path) -> ReportView:

@@ -272,45 +272,61 @@ class Search:
             del out["diverse"]
         return out
 
-    def final(self, configs: dict[str, ScreenResult]) -> FinalComparison:
-        """Test-split scores of each configuration's model and McNemar tests against the control
-        (`evaluate.compare.paired_tests`), the McNemar p-values adjusted as one family."""
+    def test_scores(self, res: ScreenResult) -> DevScores:
+        """A screened run's model on the test split (stored, so a resumed search never re-evaluates)."""
+        from rlvr.search.screen import evaluate_model
+
+        c, key = self.cfg, f"test/{res.key}"
+        stored = self.store.get_meta(key)
+        if stored is not None:
+            return DevScores.model_validate(stored)
+        got = evaluate_model(Path(res.run_dir or "") / "model", "test", c.test_n, c.test_samples, task=c.task,
+                             preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
+        self.store.set_meta(key, got.model_dump(mode="json"))
+        return got
+
+    def final(self, configs: dict[str, ScreenResult], pairs: list[tuple[str, str]] | None = None) -> FinalComparison:
+        """Test-split scores of each configuration's model and McNemar tests (`evaluate.compare.paired_tests`)
+        of each against the control, plus `pairs` (a, b) given by name, all adjusted as one family."""
         from rlvr.evaluate.compare import paired_tests
         from rlvr.evaluate.stats import adjust_pvalues
-        from rlvr.search.screen import evaluate_model
 
         c = self.cfg
         scores: dict[str, DevScores] = {}
         for name, res in configs.items():
-            key = f"test/{res.key}"
-            stored = self.store.get_meta(key)
-            if stored is not None:
-                got = DevScores.model_validate(stored)
-            else:
-                got = evaluate_model(Path(res.run_dir or "") / "model", "test", c.test_n, c.test_samples, task=c.task,
-                                     preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
-                self.store.set_meta(key, got.model_dump(mode="json"))
-            scores[name] = got
+            scores[name] = got = self.test_scores(res)
             self.log(f"test {name}: pass@1 {got.accuracy:.3f} F1 {got.f1:.3f} greedy {got.greedy or 0:.3f}")
+        wanted = [("control", name) for name in scores if name != "control"] + list(pairs or [])
         tests: list[FinalTest] = []
-        ctrl = scores.get("control")
-        if ctrl is not None and ctrl.per_problem is not None:
-            for name, s in scores.items():
-                if name == "control" or s.per_problem is None:
-                    continue
-                n = s.n_samples
-                p1, g = paired_tests(
-                    ([x / n for x in ctrl.per_problem.correct], [x / n for x in s.per_problem.correct]),
-                    (ctrl.per_problem.greedy, s.per_problem.greedy), names=("control", name), seed=c.seed,
-                )  # fmt: skip
-                tests.append(FinalTest(a="control", b=name, b01=g.detail["b01"], b10=g.detail["b10"], pvalue=g.pvalue,
-                                       greedy_diff=(s.greedy or 0.0) - (ctrl.greedy or 0.0), pass1_diff=p1.diff,
-                                       pass1_diff_ci=list(p1.ci)))  # fmt: skip
-            adj = adjust_pvalues([t.pvalue for t in tests], c.correction)
-            for t, p in zip(tests, adj, strict=True):
-                t.p_adjusted, t.significant = p, p < 0.05
+        for a, b in wanted:
+            sa, sb = scores.get(a), scores.get(b)
+            if sa is None or sb is None or sa.per_problem is None or sb.per_problem is None:
+                continue
+            na, nb = sa.n_samples, sb.n_samples
+            p1, g = paired_tests(
+                ([x / na for x in sa.per_problem.correct], [x / nb for x in sb.per_problem.correct]),
+                (sa.per_problem.greedy, sb.per_problem.greedy), names=(a, b), seed=c.seed,
+            )  # fmt: skip
+            tests.append(FinalTest(a=a, b=b, b01=g.detail["b01"], b10=g.detail["b10"], pvalue=g.pvalue,
+                                   greedy_diff=(sb.greedy or 0.0) - (sa.greedy or 0.0), pass1_diff=p1.diff,
+                                   pass1_diff_ci=list(p1.ci)))  # fmt: skip
+        adj = adjust_pvalues([t.pvalue for t in tests], c.correction)
+        for t, p in zip(tests, adj, strict=True):
+            t.p_adjusted, t.significant = p, p < 0.05
         return FinalComparison(n_problems=c.test_n, n_samples=c.test_samples, correction=c.correction,
                                scores={k: v.short() for k, v in scores.items()}, tests=tests)  # fmt: skip
+
+    def seeds_result(self, kind: str | None, runs: list[ScreenResult]) -> SeedsResult:
+        """The best ensemble's seed runs: dev F1 and test pass@1 per seed, with mean and sd of each."""
+        tests = [self.test_scores(r) if r.done else None for r in runs]
+        f1s = [r.scores.f1 for r in runs if r.done and r.scores is not None]
+        accs = [t.accuracy for t in tests if t is not None]
+        return SeedsResult(
+            ensemble=kind or "?",
+            runs=[SeedRun(seed=r.seed, status=r.status, scores=_short(r.scores), test=_short(t))
+                  for r, t in zip(runs, tests, strict=True)],
+            f1_mean=_mean(f1s), f1_sd=_sd(f1s), test_mean=_mean(accs), test_sd=_sd(accs),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> SearchResults:
@@ -333,20 +349,15 @@ class Search:
                     for kind, m in ens.items()}  # fmt: skip
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
-        seeds_out: SeedsResult | None = None
         ranked_ens = sorted(((k, v) for k, v in ens_out.items() if k != "random"), key=lambda kv: rank_key(kv[1]),
                             reverse=True)  # fmt: skip
-        if ranked_ens and c.seeds > 1 and ranked_ens[0][1].done:
-            kind = ranked_ens[0][0]
-            jobs = [self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed + s}", "seed", ens[kind], steps,
-                              c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
-            res = self._run(jobs, f"seeds ({kind} ensemble)")
-            runs = [ens_out[kind]] + [res[j.key] for j in jobs]
-            f1s = [r.scores.f1 for r in runs if r.done and r.scores is not None]
-            seeds_out = SeedsResult(
-                ensemble=kind, runs=[SeedRun(seed=r.seed, status=r.status, scores=_short(r.scores)) for r in runs],
-                f1_mean=float(sum(f1s) / len(f1s)) if f1s else None, f1_sd=float(_sd(f1s)) if len(f1s) > 1 else None,
-            )  # fmt: skip
+        best_kind = ranked_ens[0][0] if ranked_ens and ranked_ens[0][1].done else None
+        seed_runs: list[ScreenResult] = []
+        if best_kind is not None and c.seeds > 1:
+            jobs = [self.job(f"ens/{best_kind}-{tags[best_kind]}/s{steps}/seed{c.seed + s}", "seed", ens[best_kind],
+                             steps, c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
+            res = self._run(jobs, f"seeds ({best_kind} ensemble)")
+            seed_runs = [ens_out[best_kind]] + [res[j.key] for j in jobs]
         best = next((x for x in board if x.done), None)
         if steps != c.screen_steps:  # the final comparison holds the training budget fixed
             jobs = [self.job(f"baseline/s{steps}/seed{c.seed}", "baseline", [], steps, c.seed)]
@@ -360,7 +371,10 @@ class Search:
         if best and best.result is not None and best.result.done:
             finals[f"best single ({best.row.name})"] = best.result
         finals.update({f"{k} ensemble": v for k, v in ens_out.items() if v.done})
-        final = self.final(finals)
+        # The paper's selection control: the best ensemble against a random one of the same size.
+        pairs = [("random ensemble", f"{best_kind} ensemble")] if best_kind and "random ensemble" in finals else []
+        final = self.final(finals, pairs)
+        seeds_out = self.seeds_result(best_kind, seed_runs) if seed_runs else None
         results = self.results(control, board, ens, ens_out, seeds_out, final, time.time() - t0)
         write_json(self.out / "results.json", results.to_json())
         from rlvr.search.report import write_report
@@ -417,7 +431,13 @@ def _short(scores: DevScores | None) -> DevScores | None:
     return None if scores is None else scores.short()
 
 
-def _sd(xs: list[float]) -> float:
+def _mean(xs: list[float]) -> float | None:
+    return float(sum(xs) / len(xs)) if xs else None
+
+
+def _sd(xs: list[float]) -> float | None:
+    if len(xs) < 2:
+        return None
     m = sum(xs) / len(xs)
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
@@ -429,3 +449,5 @@ def run_search(cfg: SearchConfig, *, resume: bool = False, log: Log = print) -> 
         return search.run()
     finally:
         search.store.close()
+        if search.rundir is not None:
+            search.rundir.close()

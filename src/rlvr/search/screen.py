@@ -18,6 +18,7 @@ answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap ov
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import time
 import traceback
@@ -30,6 +31,7 @@ import numpy as np
 from rlvr.config import SamplingConfig
 from rlvr.grpo.config import TrainConfig, TrainOverrides
 from rlvr.rewards.combine import weighted_sum
+from rlvr.runs.lock import TREE_ENV
 from rlvr.runs.metrics import MetricsLog
 from rlvr.runs.search import DevScores, PerProblem, ScreenResult, TrainSummary
 
@@ -208,6 +210,9 @@ def run_screen(job: ScreenJob) -> ScreenResult:
     result = ScreenResult(key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed,
                           run_dir=job.out)  # fmt: skip
     reward = None
+    # The search that made this job holds its tree's lock; a worker on another host (Ray) does not
+    # inherit the search's environment, so it names the tree it writes into itself.
+    os.environ.setdefault(TREE_ENV, str(Path(job.out).resolve().parent.parent))
     try:
         shutil.rmtree(job.out, ignore_errors=True)  # a rerun after a kill starts clean
         cfg = _train_config(job)
