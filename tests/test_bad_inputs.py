@@ -61,6 +61,30 @@ def _corrupt_model(d: Path, model: Path) -> None:
     (d / "broken" / "config.json").write_text('{"model_type": "llama",\n  "hidden_size": 32,,\n}')
 
 
+def _model_copy(name: str = "m", config: dict | None = None, cut: bool = False) -> Callable[[Path, Path], None]:
+    """A copy of the tiny model in the work folder; `config` edits its config.json, `cut` truncates
+    its weights file."""
+
+    def make(d: Path, model: Path) -> None:
+        shutil.copytree(model, d / name)
+        if config:
+            cfg = json.loads((d / name / "config.json").read_text())
+            (d / name / "config.json").write_text(json.dumps({**cfg, **config}))
+        if cut:
+            w = d / name / "model.safetensors"
+            w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+
+    return make
+
+
+def _finished_run(d: Path, model: Path) -> None:
+    """A finished run folder `run/` with its model, as `rlvr train` leaves one."""
+    (d / "run").mkdir()
+    (d / "run" / "manifest.json").write_text('{"command": "train", "finished": true}')
+    (d / "run" / "config.yaml").write_text("steps: 3\n")
+    shutil.copytree(model, d / "run" / "model")
+
+
 def _evals(a: dict, b: dict) -> Callable[[Path, Path], None]:
     def make(d: Path, model: Path) -> None:
         _eval_json(d / "ea", [_row(**a)])
@@ -102,7 +126,7 @@ CASES: list[Case] = [
     ("unknown split in eval", _files(), ["eval", "--model", "{model}", "--split", "validation"],
      "field 'split': Input should be 'test', 'dev' or 'holdout'"),
     ("empty task file", _files(**{"e.jsonl": ""}),
-     ["train", "--model", "{model}", "--task", "{dir}/e.jsonl", "--out", "{dir}/run"], "no training problems"),
+     ["train", "--model", "{model}", "--task", "{dir}/e.jsonl", "--out", "{dir}/run"], "e.jsonl: no problems in it"),
     ("unknown config key", _files(**{"run.yaml": "steps: 3\nlearning_rate: 0.1\n"}),
      ["train", "--config", "{dir}/run.yaml"], "run.yaml:2: field 'learning_rate': unknown field"),
     ("zero steps", _files(), ["train", "--steps", "0"], "<flags>: field 'steps'"),
@@ -137,6 +161,79 @@ CASES: list[Case] = [
      ["study", "--config", "{dir}/s.yaml", "--model", "/nonexistent", "--out", "{dir}/st"],
      "/nonexistent: not a model folder"),
     ("resume a non-study", _files(), ["study", "--resume", "{dir}/none"], "not a study folder (no config.yaml)"),
+    # values not checked: refused when the config loads, naming the field
+    ("NaN learning rate", _files(**{"run.yaml": "lr: .nan\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'lr': Input should be a finite number"),
+    ("infinite learning rate", _files(**{"run.yaml": "lr: .inf\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'lr': Input should be a finite number"),
+    ("negative learning rate", _files(), ["train", "--lr", "-0.1"], "<flags>: field 'lr': Input should be greater than 0"),
+    ("negative grad clip", _files(**{"run.yaml": "grad_clip: -1\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'grad_clip'"),
+    ("negative warmup in sft", _files(**{"s.yaml": "warmup_steps: -5\n"}),
+     ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"], "s.yaml:1: field 'warmup_steps'"),
+    ("NaN learning rate in sft leaves nothing", _files(**{"s.yaml": "lr: .nan\n"}),
+     ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"], "s.yaml:1: field 'lr': Input should be a finite number"),
+    ("NaN reward weight", _files(**{"r.yaml": "rewards:\n  - {name: outcome, weight: .nan}\n"}),
+     ["train", "--config", "{dir}/r.yaml", "--model", "{model}", "--out", "{dir}/run"],
+     "r.yaml:2: field 'rewards.0.weight': Input should be a finite number"),
+    ("zero threads", _files(**{"run.yaml": "threads: 0\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'threads': Input should be greater than or equal to 1"),
+    ("unknown device", _files(**{"e.yaml": "model: x\ndevice: tpu\n"}), ["eval", "--config", "{dir}/e.yaml"],
+     "e.yaml:2: field 'device': unknown device 'tpu'"),
+    ("cuda on a CPU-only torch", _files(**{"run.yaml": "device: cuda\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'device': device 'cuda': this torch sees no CUDA device"),
+    ("tiny shapes that do not divide", _files(**{"s.yaml": "tiny: {hidden_size: 30, num_heads: 4}\n"}),
+     ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"], "s.yaml:1: field 'tiny': hidden_size 30 must split"),
+    ("seed beyond 64 bits", _files(), ["train", "--seed", str(2**70)], "<flags>: field 'seed'"),
+    ("n_train of a billion", _files(**{"run.yaml": "n_train: 1000000000\n"}), ["train", "--config", "{dir}/run.yaml"],
+     "run.yaml:1: field 'n_train': Input should be less than or equal to 1000000"),
+    # output paths
+    ("--out is a file", _files(**{"f.txt": "x"}), ["train", "--model", "{model}", "--out", "{dir}/f.txt"],
+     "f.txt: is a file, not a folder"),
+    ("--out under a file", _files(**{"f.txt": "x"}), ["sft", "--steps", "1", "--out", "{dir}/f.txt/run"],
+     "f.txt/run: lies under {dir}/f.txt, a file"),
+    ("--out name too long", _files(), ["eval", "--model", "{model}", "--out", "{dir}/" + "x" * 300],
+     "is longer than the file system's 255 bytes"),
+    # writing into or over finished work
+    ("eval --out inside a finished run's model", _finished_run,
+     ["eval", "--model", "{dir}/run", "--out", "{dir}/run/model/ev"], "overlaps {dir}/run, which this command reads"),
+    ("eval --out inside another run", _finished_run, ["eval", "--model", "{model}", "--out", "{dir}/run/ev"],
+     "ev: inside {dir}/run, another command's run folder"),
+    ("eval --out is its own --model, with --overwrite", _finished_run,
+     ["eval", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"], "overlaps {dir}/run, which this command reads"),
+    ("train --out is its own --model, with --overwrite", _finished_run,
+     ["train", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"], "overlaps {dir}/run, which this command"),
+    ("train --out inside a model folder", _model_copy(), ["train", "--model", "{model}", "--out", "{dir}/m/run"],
+     "m/run: inside {dir}/m, a model folder"),
+    ("train --resume of a finished run", _finished_run, ["train", "--resume", "{dir}/run"],
+     "run: the run finished; nothing to resume"),
+    # models that do not fit
+    ("weights of the wrong shape", _model_copy(config={"intermediate_size": 48}),
+     ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "its weights do not fit the shapes in config.json"),
+    ("another architecture's config", _model_copy(config={"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}),
+     ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "the weights do not match its config.json's architecture"),
+    ("truncated model.safetensors", _model_copy(cut=True), ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"],
+     "m: cannot load the model:"),
+    # YAML
+    ("duplicate YAML keys", _files(**{"run.yaml": "steps: 3\nlr: 0.1\nsteps: 4\n"}),
+     ["train", "--config", "{dir}/run.yaml"], "run.yaml:3: duplicate key 'steps' (first on line 1)"),
+    ("a YAML alias bomb", _files(**{"run.yaml": "".join(
+        f"{k}: &{k} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+        for p, k in zip(["", *"abcdefg"], "abcdefgh"))}),
+     ["train", "--config", "{dir}/run.yaml"], "expands to over 100000 values (nested aliases)"),
+    # task files
+    ("task file with a repeated id", _files(**{"t.jsonl": '{"id": "a", "question": "q", "answer": "#### 1"}\n'
+                                                         '{"id": "a", "question": "r", "answer": "#### 2"}\n'}),
+     ["data", "preview", "{dir}/t.jsonl"], "t.jsonl:2: field 'id': 'a' repeats line 1; ids must be unique"),
+    ("empty task file in preview", _files(**{"e.jsonl": "\n"}), ["data", "preview", "{dir}/e.jsonl"],
+     "e.jsonl: no problems in it"),
+    # other tracebacks
+    ("a search store that is not a database", _files(**{"s__config.yaml": "rounds: 1\n", "s__search.db": "not sqlite"}),
+     ["search", "--resume", "{dir}/s"], "search.db: not a search store (file is not a database)"),
+    ("review serve port out of range", _files(), ["review", "serve", "{dir}", "--port", "70000"],
+     "Invalid value for '--port': Input should be less than or equal to 65535 (see `rlvr review serve --help`)"),
+    ("a flag of the wrong type", _files(), ["train", "--steps", "many"],
+     "Invalid value for '--steps': Input should be a valid integer, unable to parse string as an integer"),
 ]  # fmt: skip
 
 

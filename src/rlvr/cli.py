@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from rlvr.config import ConfigError
+from rlvr.interrupt import Interrupted
 from rlvr.review.cli import review_app
 from rlvr.search.cli import search_app
 from rlvr.study.cli import study_command
@@ -167,6 +168,8 @@ def sft(
         path = run_sft(cfg, progress=_progress("sft"), overwrite=overwrite)
     except ValueError as e:  # ModelLoadError, DataError, RunFolderError, PromptFormatError
         fail(str(e))
+    except Interrupted as e:
+        _stopped(e)
     console.print(f"model: {path / 'model'}")
 
 
@@ -224,8 +227,17 @@ def train(
         trainer = GRPOTrainer(cfg, resume=resume is not None, progress=_progress("train"), overwrite=overwrite)
     except (FileNotFoundError, ValueError, ImportError) as e:
         fail(str(e))
-    path = trainer.train()
+    try:
+        path = trainer.train()
+    except Interrupted as e:
+        _stopped(e)
     console.print(f"run: {path}")
+
+
+def _stopped(e: Interrupted) -> NoReturn:
+    """One line saying where a command stopped on a signal and how to resume; exit 143 or 130."""
+    console.print(f"[bold yellow]stopped:[/] {e}", highlight=False, soft_wrap=True)
+    raise typer.Exit(e.code)
 
 
 def _rung_of_model(cfg: C, command: str, how: str) -> C:
@@ -288,6 +300,8 @@ def eval_(
         path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"), overwrite=overwrite)
     except (ModelLoadError, DataError, PromptFormatError, RunFolderError, ImportError, ValueError) as e:
         fail(str(e))
+    except Interrupted as e:
+        _stopped(e)
     _print_eval(path)
 
 
@@ -507,8 +521,22 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # rlvr draws its own progress; HF's per-load bars are noise here
+    try:  # typer vendors click from 0.2x on
+        from typer._click.exceptions import ClickException, UsageError
+    except ImportError:  # pragma: no cover - older typer
+        from click.exceptions import ClickException, UsageError
+
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="rlvr")
+    except UsageError as e:  # a wrong flag or value: one line, not click's usage box
+        where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+        console.print(f"[bold red]error:[/] {e.format_message()}{where}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Abort:  # Ctrl-C outside a command's own handling
+        sys.exit(130)
+    except ClickException as e:
+        console.print(f"[bold red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
     except ConfigError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -521,6 +549,8 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
         console.print(f"[bold red]error:[/] {where}{e.strerror} (free space, then --resume)", highlight=False,
                       soft_wrap=True)  # fmt: skip
         sys.exit(2)
+    if isinstance(code, int) and code:  # typer.Exit(n) from a command
+        sys.exit(code)
 
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG}

@@ -39,6 +39,11 @@ __all__ = [
     "dump_config",
     "load_yaml_mapping",
     "renamed_flag",
+    "PositiveFloat",
+    "NonNegativeFloat",
+    "Seed",
+    "Threads",
+    "Device",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,6 +91,29 @@ def partial_model(model: type[BaseModel], name: str) -> type[Overrides]:
     fields: dict[str, Any] = {n: (optional(f), None) for n, f in model.model_fields.items()}
     doc = f"Any fields of `{model.__name__}`; those not given keep the command's defaults."
     return create_model(name, __base__=Overrides, __module__=model.__module__, __doc__=doc, **fields)  # type: ignore[call-overload,no-any-return]
+
+
+def _device(v: str) -> str:
+    """`cpu`, `cuda`, `cuda:N` or `mps`; a CUDA device only where torch can see one."""
+    import re
+
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", v):
+        raise ValueError(f"unknown device {v!r}: use cpu, cuda, cuda:N or mps")
+    if v.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {v!r}: this torch sees no CUDA device (torch {torch.__version__})")
+    return v
+
+
+# Shared field types: a value that torch or transformers would only reject mid-run (or silently
+# accept) is refused when the config loads, naming the field.
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # what torch.manual_seed takes
+Threads = Annotated[Optional[int], Field(ge=1)]  # noqa: UP045 - pydantic evaluates this at runtime
+Device = Annotated[str, AfterValidator(_device)]
 
 
 class SamplingConfig(StrictModel):
@@ -161,6 +189,40 @@ def _key_lines(node: yaml.Node, prefix: tuple[str, ...] = ()) -> dict[tuple[str,
     return out
 
 
+MAX_YAML_VALUES = 100_000  # a config is a few hundred values; nested aliases can expand to billions
+
+
+def _check_nodes(node: yaml.Node, path: Path) -> None:
+    """Refuse duplicate keys (YAML keeps the last one silently) and documents whose aliases expand
+    past MAX_YAML_VALUES values (a "billion laughs" file would hang validation), in linear time."""
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = 1  # a recursive alias counts once
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for k, v in n.value:
+                line = k.start_mark.line + 1
+                if isinstance(k, yaml.ScalarNode) and k.value in seen:
+                    raise ConfigError(f"{path}:{line}: duplicate key {k.value!r} (first on line {seen[k.value]})")
+                if isinstance(k, yaml.ScalarNode):
+                    seen[k.value] = line
+                total += size(k) + size(v)
+        elif isinstance(n, yaml.SequenceNode):
+            total += sum(size(item) for item in n.value)
+        if total > MAX_YAML_VALUES:
+            raise ConfigError(
+                f"{path}:{n.start_mark.line + 1}: expands to over {MAX_YAML_VALUES} values (nested aliases)"
+            )
+        sizes[id(n)] = total
+        return total
+
+    size(node)
+
+
 def load_yaml_mapping(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """Read a YAML mapping and the line of every key; raise ConfigError naming the file otherwise."""
     try:
@@ -169,6 +231,8 @@ def load_yaml_mapping(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...],
         raise ConfigError(str(e)) from None
     try:
         node = yaml.compose(text)
+        if node is not None:
+            _check_nodes(node, path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +20,21 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from rlvr.config import ReportTo, SamplingConfig, StrictModel
+from rlvr.config import (
+    Device,
+    NonNegativeFloat,
+    PositiveFloat,
+    ReportTo,
+    SamplingConfig,
+    Seed,
+    StrictModel,
+    Threads,
+)
+from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
-from rlvr.runs import RunDir, check_out, check_space
+from rlvr.runs import Interruption, RunDir, check_out, check_space
 from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
@@ -38,7 +49,7 @@ class SFTConfig(StrictModel):
     tiny: TinyConfig = TinyConfig()
     task: str = "arith"
     preset: str = "easy"
-    n_train: int = 20000
+    n_train: int = Field(20000, ge=1, le=1_000_000)
     # share of SFT targets that state only the final line (`#### N`), the rest the worked chain: a
     # base that mixes two strategies of unequal accuracy, for RL to choose between (docs/embedded.md)
     answer_only_share: float = Field(0.0, ge=0, le=1)
@@ -49,19 +60,19 @@ class SFTConfig(StrictModel):
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
     # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
     max_seconds: float | None = Field(None, gt=0)
-    batch_size: int = 32
+    batch_size: int = Field(32, ge=1)
     # each batch runs as this many micro-batches of rows of similar length (gradient accumulation:
     # the gradient of the whole batch, with less padding); 1 = one padded batch
     length_buckets: int = Field(2, ge=1)
-    lr: float = 3e-3
-    warmup_steps: int = 20
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    seed: int = 0
-    threads: int | None = 2
-    device: str = "cpu"
+    lr: PositiveFloat = 3e-3
+    warmup_steps: int = Field(20, ge=0)
+    weight_decay: NonNegativeFloat = 0.0
+    grad_clip: PositiveFloat = 1.0
+    seed: Seed = 0
+    threads: Threads = 2
+    device: Device = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
-    log_every: int = 20
+    log_every: int = Field(20, ge=1)
     report_to: ReportTo = []  # experiment trackers (rlvr.trackers)
     sampling: SamplingConfig = SamplingConfig()
     out: str = "runs/sft"
@@ -154,7 +165,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    check_out(cfg.out, overwrite=overwrite)
+    check_out(cfg.out, overwrite=overwrite, reads=[] if cfg.model == "tiny" else [cfg.model])
     problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")
@@ -172,7 +183,6 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     )
     prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
     worked_ids, mixed_ids = _target_ids(tok, fmt, problems, cfg)
-    mixed_from = int(cfg.answer_only_from * cfg.steps)  # the step after which targets are the mixed ones
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     t0 = time.time()
@@ -184,32 +194,41 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps, cfg.steps, spent if budget else None))
     rng = random.Random(cfg.seed)
     order: list[int] = []
-    for step in range(1, cfg.steps + 1):
-        if len(order) < cfg.batch_size:
-            order += rng.sample(range(len(problems)), len(problems))
-        idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        opt.zero_grad(set_to_none=True)
-        target_ids = mixed_ids if step > mixed_from else worked_ids
-        loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        sched.step()
-        out_of_time = budget is not None and spent() >= 1.0
-        if step % cfg.log_every == 0 or step == cfg.steps or out_of_time:
-            row = {
-                "step": step,
-                "sft/loss": loss.item(),
-                "sft/grad_norm": grad_norm.item(),
-                "sft/lr": float(sched.get_last_lr()[0]),
-                "time/elapsed_s": time.time() - t0,
-            }
-            run.log(row)
-            if progress is not None:
-                progress(step, cfg.steps, row)
-        if out_of_time:
-            break
+    mixed_from = int(cfg.answer_only_from * cfg.steps)  # the step after which targets are the mixed ones
+    with StopRequest() as stop:  # SIGTERM/SIGINT: the step in hand finishes, the model so far is saved
+        for step in range(1, cfg.steps + 1):
+            if len(order) < cfg.batch_size:
+                order += rng.sample(range(len(problems)), len(problems))
+            idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
+            opt.zero_grad(set_to_none=True)
+            target_ids = mixed_ids if step > mixed_from else worked_ids
+            loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            sched.step()
+            out_of_time = budget is not None and spent() >= 1.0
+            if step % cfg.log_every == 0 or step == cfg.steps or out_of_time:
+                row = {
+                    "step": step,
+                    "sft/loss": loss.item(),
+                    "sft/grad_norm": grad_norm.item(),
+                    "sft/lr": float(sched.get_last_lr()[0]),
+                    "time/elapsed_s": time.time() - t0,
+                }
+                run.log(row)
+                if progress is not None:
+                    progress(step, cfg.steps, row)
+            if out_of_time or stop.signum is not None:
+                break
     model.save_pretrained(run.path / "model")
     tok.save_pretrained(run.path / "model")
+    if stop.signum is not None:
+        run.write_manifest(
+            interrupted=Interruption(signal=signal.Signals(stop.signum).name, step=step), steps_done=step
+        )
+        run.close()
+        where = f"step {step} of {cfg.steps} (the model so far is in {run.path / 'model'})"
+        raise Interrupted(stop.signum, where, f"rlvr sft --config {run.path / 'config.yaml'} --overwrite", "rerun")
     run.write_manifest(finished=True, wall_s=time.time() - t0, steps_done=step)
     run.close()
     return run.path

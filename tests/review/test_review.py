@@ -607,3 +607,12 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
         assert r.exit_code == 2, r.output
         assert words in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert LabelStore(eval_dir / "review" / "labels.db").labels() == []  # the good first row was not written
+
+
+def test_a_label_store_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
+    from rlvr.review.items import ReviewError
+    from rlvr.review.store import LabelStore
+
+    (tmp_path / "labels.db").write_text("not sqlite at all")
+    with pytest.raises(ReviewError, match=r"labels.db: not a review label store \(file is not a database\)"):
+        LabelStore(tmp_path / "labels.db")

@@ -10,6 +10,7 @@ results that paired comparisons need, a per-difficulty breakdown and reasoning-f
 from __future__ import annotations
 
 import functools
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,16 +20,17 @@ import numpy as np
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import RolloutConfig, SamplingConfig, StrictModel, moved_to_sampling
+from rlvr.config import Device, RolloutConfig, SamplingConfig, Seed, StrictModel, Threads, moved_to_sampling
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
 from rlvr.evaluate.plots import write_eval_plots
 from rlvr.evaluate.runner import Scored, sample_and_score
 from rlvr.evaluate.stats import bootstrap_ci
+from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
-from rlvr.runs import EvalResult, Metric, ProblemResult, RunDir, check_out
+from rlvr.runs import EvalResult, Interruption, Metric, ProblemResult, RunDir, check_out
 from rlvr.runs.eval import DifficultyResult, EvalSample
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
@@ -42,7 +44,7 @@ class EvalConfig(StrictModel):
     task: str = "arith"
     preset: str = "easy"
     split: Literal["test", "dev", "holdout"] = "test"
-    seed: int = 0
+    seed: Seed = 0
     n_problems: int = Field(500, ge=1)
     n_samples: int = Field(8, ge=1)
     ks: list[int] = [1, 2, 4, 8]
@@ -51,8 +53,8 @@ class EvalConfig(StrictModel):
     greedy: bool = True
     plots: bool = True
     ci_resamples: int = Field(2000, ge=100)
-    threads: int | None = 2
-    device: str = "cpu"
+    threads: Threads = 2
+    device: Device = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling
     out: str = "runs/eval"
@@ -186,8 +188,8 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     `overwrite`."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    check_out(cfg.out, overwrite=overwrite)
     path = resolve_model_path(cfg.model)
+    check_out(cfg.out, overwrite=overwrite, reads=[cfg.model, path])
     if model is None:
         tok, model = load_tokenizer(path), load_model(path, dtype=cfg.dtype, device=cfg.device)
     # evaluation may read the private holdout; training and selection never can (HoldoutError)
@@ -210,11 +212,18 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
         sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
         sampler=sampler,
     )  # fmt: skip
+    rerun = " ".join(["rlvr", "eval", "--config", str(run.path / "config.yaml"), "--overwrite"])
     try:
-        greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
-        if progress is not None:
-            progress("greedy done")
-        sampled = sample_kw(n=cfg.n_samples)
+        with StopRequest(where="sampling (the evaluation was abandoned; nothing partial is kept)", resume=rerun,
+                         how="rerun"):  # fmt: skip
+            greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
+            if progress is not None:
+                progress("greedy done")
+            sampled = sample_kw(n=cfg.n_samples)
+    except Interrupted as e:
+        run.write_manifest(interrupted=Interruption(signal=signal.Signals(e.signum).name))
+        run.close()
+        raise
     finally:
         sampler.close()
     gen_s = time.perf_counter() - t0

@@ -14,11 +14,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
 from rlvr.config import (
+    Device,
+    NonNegativeFloat,
     Overrides,
+    PositiveFloat,
     ReportTo,
     RolloutConfig,
     SamplingConfig,
+    Seed,
     StrictModel,
+    Threads,
     moved_to_sampling,
     partial_model,
 )
@@ -74,8 +79,8 @@ class TrainConfig(StrictModel):
     model: str = "runs/base/model"
     task: str = "arith"
     preset: str = "easy"
-    n_train: int = Field(20000, ge=1)
-    seed: int = 0
+    n_train: int = Field(20000, ge=1, le=1_000_000)
+    seed: Seed = 0
     objective: PresetName = "grpo"
     objective_overrides: ObjectiveOverrides = ObjectiveOverrides()
     rewards: list[RewardSpec] = [RewardSpec(name="outcome")]
@@ -88,11 +93,11 @@ class TrainConfig(StrictModel):
     max_refill_rounds: int = Field(3, ge=0)
     gen_batch_prompts: int | None = Field(None, ge=1)  # dynamic sampling: prompts sampled per round (DAPO's gen batch)
     micro_batch_size: int = Field(64, ge=1)
-    lr: float = Field(3e-5, gt=0)
+    lr: PositiveFloat = 3e-5
     lr_schedule: Literal["constant", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
-    weight_decay: float = 0.0
-    grad_clip: float = Field(1.0, gt=0)
+    weight_decay: NonNegativeFloat = 0.0
+    grad_clip: PositiveFloat = 1.0
     lora: LoraSettings | None = None
     eval_every: int = Field(50, ge=0)
     eval_n: int = Field(200, ge=1)
@@ -100,8 +105,8 @@ class TrainConfig(StrictModel):
     save_every: int = Field(100, ge=0)
     log_every: int = Field(1, ge=1)
     report_to: ReportTo = []  # experiment trackers: tensorboard, trackio, wandb, mlflow (rlvr.trackers)
-    threads: int | None = 2
-    device: str = "cpu"
+    threads: Threads = 2
+    device: Device = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
     rollout: RolloutConfig = RolloutConfig()

@@ -77,6 +77,14 @@ class Dist:
             g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
+    def any(self, flag: bool) -> bool:
+        """True on every rank when `flag` is true on any rank (so all ranks stop at the same step)."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([int(flag)])
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return bool(t.item())
+
     def barrier(self) -> None:
         if self.world > 1:
             torch.distributed.barrier()

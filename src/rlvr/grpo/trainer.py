@@ -13,10 +13,11 @@ import functools
 import math
 import random
 import shutil
+import signal
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
@@ -29,11 +30,22 @@ from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
+from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
 from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import autocast, over_long, prompt_token_limit
-from rlvr.runs import RunDir, check_out, check_resume, check_space, write_model_card
+from rlvr.runs import (
+    Interruption,
+    RunDir,
+    RunFileError,
+    RunFolderError,
+    check_out,
+    check_resume,
+    check_space,
+    read_manifest,
+    write_model_card,
+)
 from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
 
 __all__ = ["GRPOTrainer"]
@@ -54,9 +66,10 @@ class GRPOTrainer:
         torch.manual_seed(cfg.seed)
         self.dist, self.device = init_distributed(cfg.device)  # one process unless torchrun started several
         if self.dist.main:  # rank 0 owns the folder (a refusal there ends every rank: torchrun stops the group)
-            check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True)
+            check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True, reads=[cfg.model])
         if resume:
             check_resume(cfg.out, cfg)
+            check_resumable(cfg.out)
         self.model_path = resolve_model_path(cfg.model)
         self.tok = load_tokenizer(self.model_path)
         s = cfg.sampling
@@ -99,6 +112,7 @@ class GRPOTrainer:
         )
         if resume:
             self._load_latest()
+            self.run.write_manifest(interrupted=None)
         self.sampler.sync(self.model, self.step)
 
     # ------------------------------------------------------------------ setup
@@ -452,13 +466,18 @@ class GRPOTrainer:
         return row
 
     def train(self) -> Path:
-        while self.step < self.cfg.steps:
-            row = self.train_step()
-            self.run.log(row)
-            if self.progress is not None and self.dist.main:
-                self.progress(self.step, self.cfg.steps, row)
-            if self.cfg.save_every and self.step % self.cfg.save_every == 0 and self.step < self.cfg.steps:
-                self.save_checkpoint()
+        """Train to `cfg.steps`. On SIGTERM or SIGINT the current step finishes, a checkpoint is saved,
+        the manifest says where it stopped, and `Interrupted` is raised (every rank at the same step)."""
+        with StopRequest() as stop:
+            while self.step < self.cfg.steps:
+                row = self.train_step()
+                self.run.log(row)
+                if self.progress is not None and self.dist.main:
+                    self.progress(self.step, self.cfg.steps, row)
+                if self.dist.any(stop.signum is not None):
+                    self._interrupt(stop.signum or signal.SIGTERM)
+                if self.cfg.save_every and self.step % self.cfg.save_every == 0 and self.step < self.cfg.steps:
+                    self.save_checkpoint()
         self.save_checkpoint()
         if self.dist.main:
             self._save_final()
@@ -471,6 +490,16 @@ class GRPOTrainer:
         self.dist.barrier()
         self.dist.close()
         return self.run.path
+
+    def _interrupt(self, signum: int) -> NoReturn:
+        self.save_checkpoint()
+        self.runner.close()
+        self.sampler.close()
+        self.run.write_manifest(interrupted=Interruption(step=self.step, signal=signal.Signals(signum).name))
+        self.run.close()
+        self.dist.close()
+        where = f"step {self.step} of {self.cfg.steps} (checkpoint saved)"
+        raise Interrupted(signum, where, f"rlvr train --resume {self.run.path}")
 
     def _save_final(self) -> None:
         model = self.model.merge_and_unload() if self.cfg.lora is not None else self.model
@@ -507,10 +536,7 @@ class GRPOTrainer:
         tmp.rename(ck)
 
     def _checkpoints(self) -> list[Path]:
-        """Finished checkpoints, newest first (a `.tmp` folder is an interrupted write)."""
-        folders = (self.run.path / "checkpoints").glob("step-*")
-        done = [f for f in folders if f.name[5:].isdigit() and (f / "trainer_state.pt").is_file()]
-        return sorted(done, reverse=True)
+        return finished_checkpoints(self.run.path)
 
     def _load_latest(self) -> None:
         """Resume from the newest checkpoint that loads; a torn one is skipped with a warning."""
@@ -542,3 +568,22 @@ class GRPOTrainer:
 
             base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.device)
             self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
+
+
+def finished_checkpoints(run: str | Path) -> list[Path]:
+    """A run folder's finished checkpoints, newest first (a `.tmp` folder is an interrupted write)."""
+    folders = (Path(run) / "checkpoints").glob("step-*")
+    done = [f for f in folders if f.name[5:].isdigit() and (f / "trainer_state.pt").is_file()]
+    return sorted(done, reverse=True)
+
+
+def check_resumable(run: str | Path) -> None:
+    """Refuse, before the folder is touched, a `--resume` of a run that finished or has no checkpoint."""
+    try:
+        finished = read_manifest(run).finished
+    except RunFileError:
+        finished = False
+    if finished:
+        raise RunFolderError(f"{run}: the run finished; nothing to resume (train further with a new --out)")
+    if not finished_checkpoints(run):
+        raise FileNotFoundError(f"{run}: no checkpoint to resume from (checkpoints/step-*/)")

@@ -67,7 +67,19 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
 
     p = _check(path)
     try:
-        model = AutoModelForCausalLM.from_pretrained(p, dtype=getattr(torch, dtype), local_files_only=True)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            p, dtype=getattr(torch, dtype), local_files_only=True, output_loading_info=True
+        )
+    except Exception as e:  # a truncated safetensors file, weights of the wrong shape, a broken config
+        if "mismatched_sizes" in str(e):
+            raise ModelLoadError(
+                f"{p}: cannot load the model: its weights do not fit the shapes in config.json"
+            ) from None
         raise _one_line(p, "model", e) from None
+    # weights the architecture does not name, or names the file lacks: another architecture's checkpoint
+    if odd := sorted(info.get("missing_keys") or []) + sorted(info.get("unexpected_keys") or []):
+        raise ModelLoadError(
+            f"{p}: cannot load the model: the weights do not match its config.json's architecture "
+            f"({len(odd)} tensors, e.g. {odd[0]})"
+        )
     return model.to(device)  # type: ignore[arg-type]  # transformers' stubs type .to oddly

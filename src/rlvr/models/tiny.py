@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["TinyConfig", "build_tokenizer", "build_tiny_model", "SPECIAL_TOKENS"]
 
@@ -32,11 +32,19 @@ class TinyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    hidden_size: int = 128
-    num_layers: int = 4
-    num_heads: int = 4
-    intermediate_size: int = 512
-    max_position_embeddings: int = 256
+    hidden_size: int = Field(128, ge=1)
+    num_layers: int = Field(4, ge=1)
+    num_heads: int = Field(4, ge=1)
+    intermediate_size: int = Field(512, ge=1)
+    max_position_embeddings: int = Field(256, ge=8)
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TinyConfig:
+        if self.hidden_size % self.num_heads or (self.hidden_size // self.num_heads) % 2:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} must split into num_heads {self.num_heads} heads of an even size"
+            )
+        return self
 
 
 def build_tokenizer(texts: Iterable[str]):  # -> transformers.PreTrainedTokenizerFast

@@ -80,7 +80,7 @@ def _check_port(host: str, port: int) -> None:
 def serve_cmd(
     review_dir: Annotated[Path, typer.Argument(help="Review folder (or the evaluation folder above it).")],
     host: Annotated[str, typer.Option(help="Address to bind; keep 127.0.0.1 unless you mean to share.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[int, typer.Option(help="TCP port (0: any free one).", min=0, max=65535)] = 8765,
 ) -> None:
     """Start the labelling web app; labels go to labels.db in the review folder."""
     import uvicorn

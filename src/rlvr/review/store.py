@@ -174,10 +174,15 @@ class LabelStore:
     def __init__(self, path: Path, timeout_s: float = 5.0) -> None:
         self.path = path
         self.timeout_s = timeout_s
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        try:
+            with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as e:  # a file that is not a database, or a damaged one
+            from rlvr.review.items import ReviewError
+
+            raise ReviewError(f"{path}: not a review label store ({e})") from None
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

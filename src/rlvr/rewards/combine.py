@@ -42,7 +42,7 @@ class RewardSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = ""
-    weight: float = 1.0
+    weight: float = Field(1.0, allow_inf_nan=False)
     params: dict[str, Any] = Field(default_factory=dict)
     file: str | None = None
     function: str = "reward"

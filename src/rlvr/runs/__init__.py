@@ -41,7 +41,16 @@ from rlvr.runs.io import (
     write_json,
     write_jsonl,
 )
-from rlvr.runs.records import DataRef, Manifest, RewardAudit, Sample, TrainSample, read_manifest, read_samples
+from rlvr.runs.records import (
+    DataRef,
+    Interruption,
+    Manifest,
+    RewardAudit,
+    Sample,
+    TrainSample,
+    read_manifest,
+    read_samples,
+)
 from rlvr.runs.study import (
     Spread,
     StudyComparison,
@@ -54,6 +63,7 @@ from rlvr.runs.study import (
 )
 
 __all__ = [
+    "Interruption",
     "DataRef",
     "DemoSummary",
     "EvalResult",

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from rlvr.config import dump_config
 from rlvr.runs.io import RunFileError, append_jsonl, read_jsonl, read_yaml, write_json, write_jsonl
-from rlvr.runs.lock import RunLock, RunLockedError, check_unlocked
+from rlvr.runs.lock import TREE_ENV, RunLock, RunLockedError, check_unlocked
 from rlvr.runs.records import Host, Manifest, ModelPaths, Paths, read_manifest
 from rlvr.trackers import Trackers, open_trackers
 
@@ -82,10 +82,19 @@ class RunFolderError(ValueError):
     """`--out` cannot take a new run: it holds one already, or it cannot be written."""
 
 
-def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False, resumable: bool = False) -> None:
+def check_out(
+    path: str | Path, *, resume: bool = False, overwrite: bool = False, resumable: bool = False,
+    reads: Sequence[str | Path] = (),
+) -> None:  # fmt: skip
     """Refuse, before any work, a run folder that would lose what it holds or cannot be written: a
-    folder with a run in it (unless `overwrite` or `resume`), or one under a read-only parent."""
+    folder with a run in it (unless `overwrite` or `resume`), one under a read-only parent, a file,
+    one that is, holds or lies inside an input the command `reads` (its model), and one inside
+    another run folder or a model folder (unless a study or search writing its own tree made it)."""
     p = Path(path)
+    limit = os.pathconf(".", "PC_NAME_MAX")  # before any stat of `p`, which would raise ENAMETOOLONG
+    if too_long := [part for part in p.parts if len(part.encode()) > limit]:
+        raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
+    _check_not_inside(p, reads)
     manifest = p / "manifest.json"
     if not resume and not overwrite and manifest.is_file():
         try:
@@ -97,8 +106,27 @@ def check_out(path: str | Path, *, resume: bool = False, overwrite: bool = False
         )
         raise RunFolderError(f"{p}: holds {what}; give another --out, or --overwrite to replace it")
     existing = next(q for q in (p, *p.parents) if q.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == p else f"lies under {existing}, a file"
+        raise RunFolderError(f"{p}: {where}, not a folder; give another --out")
     if not os.access(existing, os.W_OK):
         raise RunFolderError(f"{existing}: not writable, so {p} cannot hold a run")
+
+
+def _check_not_inside(p: Path, reads: Sequence[str | Path]) -> None:
+    here = p.expanduser().resolve()
+    for r in reads:
+        src = Path(r).expanduser().resolve()
+        if here == src or here in src.parents or src in here.parents:
+            raise RunFolderError(f"{p}: overlaps {r}, which this command reads; give another --out")
+    owner = os.environ.get(TREE_ENV)
+    for up in here.parents:
+        if str(up) == owner:
+            break  # a study's or search's own tree, written by the runs it started
+        if (up / "manifest.json").is_file():
+            raise RunFolderError(f"{p}: inside {up}, another command's run folder; give an --out outside it")
+        if (up / "config.json").is_file() and any(up.glob("*.safetensors")):
+            raise RunFolderError(f"{p}: inside {up}, a model folder; give an --out outside it")
 
 
 def check_space(path: str | Path, need_bytes: int, what: str) -> None:

@@ -20,6 +20,7 @@ from rlvr.runs.io import RunFileError, iter_jsonl, read_json
 __all__ = [
     "DataRef",
     "Host",
+    "Interruption",
     "Manifest",
     "ModelInfo",
     "ModelPaths",
@@ -76,6 +77,14 @@ class ModelInfo(_Record):
     parameters: int | None = None
 
 
+class Interruption(_Record):
+    """Where a run stopped on a signal (`rlvr.interrupt`): the step its last checkpoint holds (train),
+    the steps its saved model had (sft), none (an evaluation, abandoned whole)."""
+
+    signal: str
+    step: int | None = None
+
+
 class Manifest(_Record):
     """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
     the resolved config, where the model input was, and whether the run finished."""
@@ -99,6 +108,7 @@ class Manifest(_Record):
     reward_files: dict[str, str] = {}  # train: each reward file's sha256
     base_model: str | None = None  # search: the base every screen trains from
     finished: bool = False
+    interrupted: Interruption | None = None  # set when a signal stopped the run; cleared by --resume
     wall_s: float | None = None
     steps_done: int | None = None  # sft: steps run (fewer than asked when a time budget ran out)
     failed: list[str] = []  # study: the jobs that failed

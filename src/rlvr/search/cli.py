@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -48,6 +49,7 @@ def search(
     if ctx.invoked_subcommand is not None:
         return
     from rlvr.config import load_config
+    from rlvr.interrupt import Interrupted
     from rlvr.sandbox import SandboxUnavailable
     from rlvr.search.config import SEARCH_PRESETS, SearchConfig
     from rlvr.search.run import SearchError, run_search
@@ -69,6 +71,10 @@ def search(
         results = run_search(cfg, resume=resume is not None, log=_log)
     except KeyboardInterrupt:
         _fail(f"interrupted; finished screens are stored: rlvr search --resume {cfg.out}")
+    except Interrupted as e:
+        console.print(f"[bold yellow]stopped:[/] interrupted by {signal.Signals(e.signum).name}; finished screens are "
+                      f"stored; resume with: rlvr search --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(e.code) from None
     except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:
         hint = f" (finished screens are stored: rlvr search --resume {cfg.out})" if isinstance(e, SearchError) else ""
         _fail(f"{e}{hint}")

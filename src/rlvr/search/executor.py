@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.search.screen import run_screen
 
 __all__ = ["JobDied", "run_jobs", "ray_init", "MAX_ATTEMPTS"]
@@ -63,21 +64,26 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, **kw)  # pragma: no cover - 3.10
 
 
-def _local(jobs: Sequence[Job], on_result: OnResult, workers: int, fn: RunFn) -> None:
+def _local(jobs: Sequence[Job], on_result: OnResult, workers: int, fn: RunFn, stop: StopRequest) -> None:
     if workers == 0:
         for job in jobs:
+            if stop.signum is not None:
+                return
             on_result(job, fn(job))
         return
     attempts = dict.fromkeys((j.key for j in jobs), 0)
     queue = list(jobs)
-    while queue:
+    while queue and stop.signum is None:
         retry: list[Job] = []
         with _pool(workers) as pool:
             pending = {pool.submit(fn, job): job for job in queue}
             for job in queue:
                 attempts[job.key] += 1
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                if stop.signum is not None:  # jobs not started stay for --resume; running ones finish
+                    for fut in [f for f in pending if f not in done and f.cancel()]:
+                        del pending[fut]
                 for fut in done:
                     job = pending.pop(fut)
                     try:
@@ -126,10 +132,15 @@ def run_jobs(
     jobs: Sequence[Job], on_result: OnResult, *, workers: int = 1, ray: str | None = None, cpus_per_job: int = 1,
     fn: RunFn = run_screen,
 ) -> None:  # fmt: skip
-    """Run every job with `fn` and report each result as it arrives (see the module docstring)."""
+    """Run every job with `fn` and report each result as it arrives (see the module docstring). On
+    SIGTERM or SIGINT no new job starts, running local jobs finish and are reported, and
+    `Interrupted` is raised (a Ray run stops at once: its tasks' results are not waited for)."""
     if not jobs:
         return
-    if ray:
-        _ray(jobs, on_result, ray, cpus_per_job, fn)
-    else:
-        _local(jobs, on_result, workers, fn)
+    with StopRequest(where=f"{len(jobs)} job(s)" if ray else None) as stop:
+        if ray:
+            _ray(jobs, on_result, ray, cpus_per_job, fn)
+        else:
+            _local(jobs, on_result, workers, fn, stop)
+    if stop.signum is not None:
+        raise Interrupted(stop.signum, "the end of the running job(s); the rest are left for --resume", None)

@@ -101,6 +101,8 @@ class Search:
         if cfg.task not in ("arith", "gsm8k"):
             raise ValueError(f"task {cfg.task!r}: reward search needs a task with train/dev/test splits (arith, gsm8k)")
         self.proposer = make_proposer(cfg)  # fails here, before any training, on a bad proposer setup
+        if resume:
+            Store(self.out / "search.db").close()  # a damaged store is refused before the folder is touched
         self.rundir = RunDir(self.out, cfg, command="search", resume=resume) if write_run else None
         self.store = Store(self.out / "search.db")
         self.base: str = ""

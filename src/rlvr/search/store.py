@@ -91,8 +91,12 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; `_tx` groups writes
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:  # a file that is not a database, or a damaged one
+            self.db.close()
+            raise ValueError(f"{self.path}: not a search store ({e})") from None
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

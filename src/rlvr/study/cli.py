@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -45,6 +46,7 @@ def study_command(
     from rich.table import Table
 
     from rlvr.config import load_config
+    from rlvr.interrupt import Interrupted
     from rlvr.study import QUICK, STUDY_PRESETS, StudyConfig, run_study
     from rlvr.study.report import comparison_rows, result_rows
 
@@ -75,6 +77,10 @@ def study_command(
         result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=_log)
     except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
         _fail(str(e))
+    except Interrupted as e:
+        console.print(f"[bold yellow]stopped:[/] interrupted by {signal.Signals(e.signum).name}; finished runs are "
+                      f"stored; resume with: rlvr study --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(e.code) from None
     table = Table(title=f"{result.split}: {result.n_problems} problems x {result.n_samples}, "
                         f"seeds {', '.join(map(str, result.seeds))}")  # fmt: skip
     for col in ("condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"):

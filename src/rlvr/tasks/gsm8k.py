@@ -103,6 +103,7 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
     path = Path(path)
     src = source or path.stem
     out: list[Problem] = []
+    first: dict[str, int] = {}  # id -> line: a repeated id would pair the wrong problems downstream
     try:
         fh = path.open("rb")
     except OSError as e:
@@ -122,7 +123,13 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise DataError(f"{where}: invalid JSON: {e.msg}") from None
-            out.append(_problem(row, where, f"{src}-{lineno - 1}", src))
+            prob = _problem(row, where, f"{src}-{lineno - 1}", src)
+            if prob.id in first:
+                raise DataError(f"{where}: field 'id': {prob.id!r} repeats line {first[prob.id]}; ids must be unique")
+            first[prob.id] = lineno
+            out.append(prob)
+    if not out and limit != 0:
+        raise DataError(f"{path}: no problems in it (one JSON object a line: question, answer)")
     return out
 
 
