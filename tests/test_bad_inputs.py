@@ -166,13 +166,15 @@ CASES: list[Case] = [
      "run.yaml:1: field 'lr': Input should be a finite number"),
     ("infinite learning rate", _files(**{"run.yaml": "lr: .inf\n"}), ["train", "--config", "{dir}/run.yaml"],
      "run.yaml:1: field 'lr': Input should be a finite number"),
-    ("negative learning rate", _files(), ["train", "--lr", "-0.1"], "<flags>: field 'lr': Input should be greater than 0"),
+    ("negative learning rate", _files(), ["train", "--lr", "-0.1"],
+     "<flags>: field 'lr': Input should be greater than 0"),
     ("negative grad clip", _files(**{"run.yaml": "grad_clip: -1\n"}), ["train", "--config", "{dir}/run.yaml"],
      "run.yaml:1: field 'grad_clip'"),
     ("negative warmup in sft", _files(**{"s.yaml": "warmup_steps: -5\n"}),
      ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"], "s.yaml:1: field 'warmup_steps'"),
     ("NaN learning rate in sft leaves nothing", _files(**{"s.yaml": "lr: .nan\n"}),
-     ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"], "s.yaml:1: field 'lr': Input should be a finite number"),
+     ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"],
+     "s.yaml:1: field 'lr': Input should be a finite number"),
     ("NaN reward weight", _files(**{"r.yaml": "rewards:\n  - {name: outcome, weight: .nan}\n"}),
      ["train", "--config", "{dir}/r.yaml", "--model", "{model}", "--out", "{dir}/run"],
      "r.yaml:2: field 'rewards.0.weight': Input should be a finite number"),
@@ -200,7 +202,8 @@ CASES: list[Case] = [
     ("eval --out inside another run", _finished_run, ["eval", "--model", "{model}", "--out", "{dir}/run/ev"],
      "ev: inside {dir}/run, another command's run folder"),
     ("eval --out is its own --model, with --overwrite", _finished_run,
-     ["eval", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"], "overlaps {dir}/run, which this command reads"),
+     ["eval", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"],
+     "overlaps {dir}/run, which this command reads"),
     ("train --out is its own --model, with --overwrite", _finished_run,
      ["train", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"], "overlaps {dir}/run, which this command"),
     ("train --out inside a model folder", _model_copy(), ["train", "--model", "{model}", "--out", "{dir}/m/run"],
@@ -219,7 +222,7 @@ CASES: list[Case] = [
      ["train", "--config", "{dir}/run.yaml"], "run.yaml:3: duplicate key 'steps' (first on line 1)"),
     ("a YAML alias bomb", _files(**{"run.yaml": "".join(
         f"{k}: &{k} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
-        for p, k in zip(["", *"abcdefg"], "abcdefgh"))}),
+        for p, k in zip(["", *"abcdefg"], "abcdefgh", strict=True))}),
      ["train", "--config", "{dir}/run.yaml"], "expands to over 100000 values (nested aliases)"),
     # task files
     ("task file with a repeated id", _files(**{"t.jsonl": '{"id": "a", "question": "q", "answer": "#### 1"}\n'

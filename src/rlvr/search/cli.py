@@ -72,8 +72,9 @@ def search(
     except KeyboardInterrupt:
         _fail(f"interrupted; finished screens are stored: rlvr search --resume {cfg.out}")
     except Interrupted as e:
-        console.print(f"[bold yellow]stopped:[/] interrupted by {signal.Signals(e.signum).name}; finished screens are "
-                      f"stored; resume with: rlvr search --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        name = signal.Signals(e.signum).name
+        console.print(f"[bold yellow]stopped:[/] interrupted by {name}; finished screens are stored; resume with: "
+                      f"rlvr search --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(e.code) from None
     except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:
         hint = f" (finished screens are stored: rlvr search --resume {cfg.out})" if isinstance(e, SearchError) else ""

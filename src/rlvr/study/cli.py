@@ -78,8 +78,9 @@ def study_command(
     except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
         _fail(str(e))
     except Interrupted as e:
-        console.print(f"[bold yellow]stopped:[/] interrupted by {signal.Signals(e.signum).name}; finished runs are "
-                      f"stored; resume with: rlvr study --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        name = signal.Signals(e.signum).name
+        console.print(f"[bold yellow]stopped:[/] interrupted by {name}; finished runs are stored; resume with: "
+                      f"rlvr study --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(e.code) from None
     table = Table(title=f"{result.split}: {result.n_problems} problems x {result.n_samples}, "
                         f"seeds {', '.join(map(str, result.seeds))}")  # fmt: skip
