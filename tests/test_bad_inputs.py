@@ -210,6 +210,12 @@ CASES: list[Case] = [
      "m/run: inside {dir}/m, a model folder"),
     ("train --resume of a finished run", _finished_run, ["train", "--resume", "{dir}/run"],
      "run: the run finished; nothing to resume"),
+    ("compare --out an earlier compare", _evals({}, {}), ["compare", "{dir}/ea", "{dir}/eb", "--out", "{dir}/ea"],
+     "ea: holds eval.json, another command's output; give compare another --out"),
+    ("audit --out an evaluation", _evals({}, {}), ["audit", "{dir}/eb", "--out", "{dir}/ea"],
+     "ea: holds eval.json, another command's output; give audit another --out"),
+    ("review export --out a train run", _finished_run, ["review", "export", "{dir}/ev", "--out", "{dir}/run"],
+     "run: holds manifest.json, another command's output; give review export another --out"),
     # models that do not fit
     ("weights of the wrong shape", _model_copy(config={"intermediate_size": 48}),
      ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "its weights do not fit the shapes in config.json"),
@@ -277,3 +283,14 @@ def test_disk_too_small_is_refused_before_work(monkeypatch, capsys, tiny_model_d
     code, err = run_cli(["train", "--model", str(tiny_model_dir), "--out", str(out)], monkeypatch, capsys)
     assert code == 2 and "GiB free on that disk; free space, or save fewer checkpoints" in err, err
     assert not out.exists()
+
+
+def test_compare_keeps_an_earlier_compare_unless_overwrite(tmp_path, monkeypatch, capsys) -> None:
+    _evals({}, {})(tmp_path, tmp_path)
+    argv = ["compare", str(tmp_path / "ea"), str(tmp_path / "eb"), "--out", str(tmp_path / "cmp")]
+    assert run_cli(argv, monkeypatch, capsys)[0] == 0
+    before = (tmp_path / "cmp" / "compare.json").read_bytes()
+    code, err = run_cli(argv, monkeypatch, capsys)
+    assert code == 2 and "cmp: holds an earlier compare (compare.json); --overwrite replaces it" in err
+    assert (tmp_path / "cmp" / "compare.json").read_bytes() == before
+    assert run_cli([*argv, "--overwrite"], monkeypatch, capsys)[0] == 0

@@ -377,6 +377,7 @@ def compare(
     budget_tolerance: Annotated[float, typer.Option(help="Budgets match when larger/smaller <= 1 + this.")] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed for bootstrap CIs and permutation tests.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Write compare.json and the plots here.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier compare in --out.")] = False,
 ) -> None:
     """Evaluations side by side: paired tests on shared problems, corrected p-values, matched token budgets."""
     import warnings
@@ -384,7 +385,13 @@ def compare(
 
     from rlvr.evaluate.compare import CompareError, Correction, compare_runs, render_comparison
     from rlvr.evaluate.plots import write_compare_plots
+    from rlvr.runs import RunFolderError, check_side_out
 
+    if out is not None:
+        try:
+            check_side_out(out, ["compare.json"], "compare", overwrite=overwrite)
+        except RunFolderError as e:
+            fail(str(e))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # render_comparison prints them
@@ -549,8 +556,7 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
         console.print(f"[bold red]error:[/] {where}{e.strerror} (free space, then --resume)", highlight=False,
                       soft_wrap=True)  # fmt: skip
         sys.exit(2)
-    if isinstance(code, int) and code:  # typer.Exit(n) from a command
-        sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) from a command; 0 as click's own main does
 
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG}

@@ -120,10 +120,10 @@ def test_server_errors_retried_then_recorded(tmp_path: Path, server_factory) -> 
     dead = server_factory(lambda req: (500, '{"error": {"message": "down"}}'))
     (tmp_path / "x").mkdir()
     d2 = make_eval(tmp_path / "x", SAMPLES[:2])
-    summary = json.loads(judge_samples(d2, cfg(dead.url, max_retries=1), n=None).read_text())
-    rows = [json.loads(x) for x in (d2 / "judge.jsonl").read_text().splitlines()]
-    assert summary["n_errors"] == 2 and summary["n_requests"] == 4 and len(dead.requests) == 4  # bounded: 2 x (1+1)
-    assert all(r["category"] == "other" and "InternalServerError" in r["error"] for r in rows)
+    with pytest.raises(JudgeError, match="judge failed on all 2 completion.*InternalServerError"):
+        judge_samples(d2, cfg(dead.url, max_retries=1), n=None)
+    assert len(dead.requests) == 4  # bounded: 2 x (1+1)
+    assert not (d2 / "judge.json").exists() and not (d2 / "judge.jsonl").exists()  # a dead endpoint writes nothing
     assert not (d2 / "judge_cache.jsonl").exists()  # failures are not cached, so a rerun retries them
 
 
@@ -139,12 +139,26 @@ def test_too_many_failures_or_refusal_raise(tmp_path: Path, server_factory) -> N
 
 
 def test_garbage_http_body_is_recorded(tmp_path: Path, server_factory) -> None:
-    srv = server_factory(lambda req: (200, "<html>not json</html>"))
-    d = make_eval(tmp_path, SAMPLES[:1])
-    rows_summary = json.loads(judge_samples(d, cfg(srv.url, max_retries=0), n=None).read_text())
-    row = json.loads((d / "judge.jsonl").read_text())
-    assert rows_summary["n_judged"] == 1 and row["category"] == "other"
-    assert row["error"] is not None or row["parse_error"] is not None
+    calls = {"n": 0}
+
+    def half_garbage(req: dict[str, Any]) -> tuple[int, str]:
+        calls["n"] += 1
+        return (200, "<html>not json</html>") if calls["n"] == 1 else by_sample(req)
+
+    d = make_eval(tmp_path, SAMPLES[:2])
+    rows_summary = json.loads(
+        judge_samples(d, cfg(server_factory(half_garbage).url, max_retries=0), n=None).read_text()
+    )
+    rows = [json.loads(x) for x in (d / "judge.jsonl").read_text().splitlines()]
+    assert rows_summary["n_judged"] == 2 and rows_summary["n_errors"] + rows_summary["n_parse_errors"] == 1
+    bad = next(r for r in rows if r["error"] is not None or r["parse_error"] is not None)
+    assert bad["category"] == "other"
+    # an endpoint that answers nothing but garbage is a malformed endpoint: nothing is written
+    (tmp_path / "g").mkdir()
+    d2 = make_eval(tmp_path / "g", SAMPLES[:1])
+    with pytest.raises(JudgeError, match="judge failed on all 1 completion"):
+        judge_samples(d2, cfg(server_factory(lambda req: (200, "<html>not json</html>")).url, max_retries=0), n=None)
+    assert not (d2 / "judge.json").exists()
 
 
 def test_parse_judgement_strict() -> None:

@@ -27,7 +27,7 @@ from rlvr.audit.runs import (
     load_eval_run,
     load_train_run,
 )
-from rlvr.runs import JudgeSummary, RunFileError, read_judge, write_model_card
+from rlvr.runs import JudgeSummary, RunFileError, RunFolderError, check_side_out, read_judge, write_model_card
 from rlvr.runs.audit import AuditReport, EvalRead
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
@@ -120,6 +120,11 @@ def run_audit(
     (default `RUN_DIR/audit/`). Raises `AuditInputError` (one line) on unreadable run folders."""
     from rlvr.audit.report import write_reports
 
+    if out_dir is not None:  # the default, RUN/audit, is the audit's own; a given folder must not be another's
+        try:
+            check_side_out(out_dir, ["audit.json"], "audit", overwrite=True)
+        except RunFolderError as e:
+            raise AuditInputError(str(e)) from None
     ctx = build_context(run_dir, eval_dirs, ablations, discover=discover, second_verifier=second_verifier)
     out = Path(out_dir) if out_dir is not None else ctx.run.path / "audit"
     try:

@@ -317,6 +317,8 @@ def judge_samples(
                 cached=cached,
             )
         )
+    if out_rows and all(r.error is not None for r in out_rows):  # a dead or wrong endpoint: write nothing
+        raise JudgeError(f"judge failed on all {len(out_rows)} completion(s); last error: {out_rows[-1].error}")
     write_jsonl(eval_dir / "judge.jsonl", [r.model_dump(mode="json") for r in out_rows])
     counts = Counter(r.category for r in out_rows)
     summary = JudgeSummary(

@@ -64,8 +64,11 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
     """The causal LM saved in `path`, on `device`, in `dtype` (float32, bfloat16 or float16)."""
     import torch
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
 
     p = _check(path)
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its multi-line load report: rlvr says what is wrong in one line below
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
             p, dtype=getattr(torch, dtype), local_files_only=True, output_loading_info=True
@@ -76,6 +79,8 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
                 f"{p}: cannot load the model: its weights do not fit the shapes in config.json"
             ) from None
         raise _one_line(p, "model", e) from None
+    finally:
+        hf_logging.set_verbosity(level)
     # weights the architecture does not name, or names the file lacks: another architecture's checkpoint
     if odd := sorted(info.get("missing_keys") or []) + sorted(info.get("unexpected_keys") or []):
         raise ModelLoadError(

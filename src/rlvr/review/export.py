@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr.review.items import EXPORT_META, SLICE_FILE, ReviewError, ReviewSample, SliceItem, item_id, load_eval
+from rlvr.runs import RunFolderError, check_side_out
 from rlvr.runs.review import DifficultyBasis, SliceExport
 
 __all__ = ["DIMENSIONS", "export_slice", "select", "strata_of"]
@@ -217,8 +218,12 @@ def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None =
     """
     if n < 1:
         raise ReviewError(f"--items must be >= 1, got {n}")
-    items, export = _build(eval_dir, n, seed)
     review_dir = out if out is not None else eval_dir / "review"
+    try:  # never into another command's folder (a run, an evaluation); an earlier slice is handled below
+        check_side_out(review_dir, ["slice.jsonl"], "review export", overwrite=True)
+    except RunFolderError as e:
+        raise ReviewError(str(e)) from None
+    items, export = _build(eval_dir, n, seed)
     review_dir.mkdir(parents=True, exist_ok=True)
     text = "".join(_slice_line(it) for it in items)
     slice_path = review_dir / SLICE_FILE

@@ -37,6 +37,7 @@ __all__ = [
     "RunFolderError",
     "check_out",
     "check_resume",
+    "check_side_out",
     "check_space",
     "relocated_model",
     "trained_on",
@@ -127,6 +128,30 @@ def _check_not_inside(p: Path, reads: Sequence[str | Path]) -> None:
             raise RunFolderError(f"{p}: inside {up}, another command's run folder; give an --out outside it")
         if (up / "config.json").is_file() and any(up.glob("*.safetensors")):
             raise RunFolderError(f"{p}: inside {up}, a model folder; give an --out outside it")
+
+
+# What marks a folder as one command's output: another command must never write into it.
+_OUTPUTS = ("manifest.json", "eval.json", "compare.json", "audit.json", "slice.jsonl", "results.json", "study.json")
+
+
+def check_side_out(path: str | Path, owns: Sequence[str], command: str, *, overwrite: bool = False) -> None:
+    """For a command that writes a few files into a folder (compare, audit, review export): refuse,
+    before writing, a folder that holds another command's output (a run, an evaluation, ...), and one
+    that holds this command's earlier output (`owns`) unless `overwrite`; and what `check_out` refuses
+    of any output path (a file, too long a name, not writable)."""
+    p = Path(path)
+    limit = os.pathconf(".", "PC_NAME_MAX")
+    if too_long := [part for part in p.parts if len(part.encode()) > limit]:
+        raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
+    existing = next(q for q in (p, *p.parents) if q.exists())
+    if not existing.is_dir():
+        raise RunFolderError(f"{p}: {'is' if existing == p else f'lies under {existing},'} a file, not a folder")
+    if not os.access(existing, os.W_OK):
+        raise RunFolderError(f"{existing}: not writable, so {command} cannot write {p}")
+    if foreign := [n for n in _OUTPUTS if n not in owns and (p / n).exists()]:
+        raise RunFolderError(f"{p}: holds {foreign[0]}, another command's output; give {command} another --out")
+    if not overwrite and (mine := [n for n in owns if (p / n).exists()]):
+        raise RunFolderError(f"{p}: holds an earlier {command} ({mine[0]}); --overwrite replaces it, or another --out")
 
 
 def check_space(path: str | Path, need_bytes: int, what: str) -> None:
