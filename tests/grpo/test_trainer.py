@@ -51,6 +51,7 @@ def test_resume_gives_identical_metrics(tiny_model_dir: Path, tmp_path: Path) ->
         first.run.log(first.train_step())
     first.save_checkpoint()
     first.run.log(first.train_step())  # a step after the checkpoint that the resume must discard
+    first.run.close()  # the process dies: its lock on the run folder goes with it
     del first
     resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "b", objective="grpo"), resume=True)
     assert resumed.step == 3
@@ -191,6 +192,7 @@ def test_lora_trains_adapters_only_and_resumes(tiny_model_dir: Path, tmp_path: P
     for n, p in trainer.model.named_parameters():
         if n in base_before:
             assert torch.equal(p, base_before[n])
+    trainer.run.close()  # the process "dies": its lock on the run folder goes with it
     resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "l", **kw), resume=True)
     assert resumed.step == 1
     run = resumed.train()
@@ -199,6 +201,10 @@ def test_lora_trains_adapters_only_and_resumes(tiny_model_dir: Path, tmp_path: P
     merged = load_model(run / "model")  # LoRA merged into a plain HF model
     assert not any("lora_" in n for n, _ in merged.named_parameters())
     assert _metrics(run)[-1]["train/kl"] > 0
+    # a LoRA checkpoint (adapters only) loads as its base with the adapters merged: the same weights
+    from_ck = load_model(run / "checkpoints" / "step-000002")
+    final = dict(merged.named_parameters())
+    assert all(torch.allclose(p, final[n], atol=1e-6) for n, p in from_ck.named_parameters())
 
 
 def _fake_rounds(monkeypatch, signal: list[list[bool]]):
@@ -271,6 +277,8 @@ def test_resume_skips_a_torn_checkpoint_and_an_interrupted_write(tiny_model_dir:
     state = run / "checkpoints" / "step-000004" / "trainer_state.pt"
     state.write_bytes(state.read_bytes()[:100])  # torn, as after a full disk
     (run / "checkpoints" / "step-000006.tmp").mkdir()  # a write that was killed
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "finished": False}))  # killed before it finished
     with pytest.warns(UserWarning, match="step-000004: unreadable checkpoint"):
         resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "r", steps=4, save_every=2, eval_every=0), resume=True)
     assert resumed.step == 2

@@ -171,6 +171,7 @@ def test_run_dir_writes_its_manifest_as_a_record_and_resume_keeps_what_was_recor
     assert list(raw)[:2] == ["schema_version", "command"] and "finished" not in raw and "wall_s" not in raw
     assert raw["data"] == {"train": {"task": "arith", "n": 2, "hash": "h"}} and raw["prompt_format"] == "plain"
     run.write_manifest(finished=True, wall_s=1.0)
+    run.close()
     again = RunDir(tmp_path / "r", Cfg(out=str(tmp_path / "r")), command="train", resume=True)
     m = read_manifest(tmp_path / "r")
     assert again.manifest.seeds == {"train": 3} and m.data_hash("train") == "h" and m.resumed_from == raw["created"]

@@ -11,14 +11,12 @@ sibling GRPO runs from the same base trained with only correctness or only forma
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.audit.checks import run_checks
 from rlvr.audit.context import AuditContext
-from rlvr.audit.result import CheckResult, Status, worst
+from rlvr.audit.result import AuditResult
 from rlvr.audit.runs import (
     AuditInputError,
     assign_roles,
@@ -28,52 +26,9 @@ from rlvr.audit.runs import (
     load_train_run,
 )
 from rlvr.runs import JudgeSummary, RunFileError, RunFolderError, check_side_out, read_judge, write_model_card
-from rlvr.runs.audit import AuditReport, EvalRead
+from rlvr.runs.audit import EvalRead
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
-
-
-@dataclass
-class AuditResult:
-    """The seven verdicts, the overall status and where the report files went."""
-
-    run_dir: Path
-    out_dir: Path
-    checks: list[CheckResult]
-    strict: bool = False
-    evals: list[EvalRead] = field(default_factory=list)
-    ablations: list[str] = field(default_factory=list)
-    files: dict[str, Path] = field(default_factory=dict)
-    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-
-    @property
-    def status(self) -> Status:
-        return worst([c.status for c in self.checks])
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return {s: sum(c.status == s for c in self.checks) for s in ("pass", "warn", "fail")}
-
-    @property
-    def exit_code(self) -> int:
-        """1 under `strict` when any check failed, else 0."""
-        return 1 if self.strict and any(c.status == "fail" for c in self.checks) else 0
-
-    def check(self, name: str) -> CheckResult:
-        return next(c for c in self.checks if c.name == name)
-
-    def report(self) -> AuditReport:
-        """The audit.json record of this result."""
-        return AuditReport(
-            created=self.created,
-            run_dir=str(self.run_dir),
-            status=self.status,
-            counts=self.counts,
-            strict=self.strict,
-            evaluations=self.evals,
-            ablations=self.ablations,
-            checks=[c.record() for c in self.checks],
-        )
 
 
 def _judge(eval_dir: Path) -> JudgeSummary | None:

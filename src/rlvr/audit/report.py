@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import jinja2
 from pydantic import BaseModel
 
 from rlvr.audit.plots import figures
+from rlvr.audit.result import AuditResult
 from rlvr.runs import write_json
 from rlvr.runs.audit import AuditReport, ContaminationEvidence
-
-if TYPE_CHECKING:
-    from rlvr.audit.readiness import AuditResult
 
 __all__ = ["render_html", "render_markdown", "write_reports"]
 

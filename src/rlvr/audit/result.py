@@ -1,10 +1,13 @@
 """A check's verdict (`CheckResult`, with the check's typed evidence from `rlvr.runs.audit`), the
-check titles, and small formatting helpers."""
+whole audit's result (`AuditResult`, what the report renders), the check titles, and small
+formatting helpers."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -12,7 +15,9 @@ from pydantic import TypeAdapter
 from rlvr.audit.context import finite
 from rlvr.runs.audit import (
     AnyCheck,
+    AuditReport,
     CheckRecord,
+    EvalRead,
     Evidence,
     ProbeFailure,
     SecondExample,
@@ -21,7 +26,7 @@ from rlvr.runs.audit import (
     Table,
 )
 
-__all__ = ["ABOUT", "TITLES", "CheckResult", "Evidence", "Status", "Table", "fmt", "table", "worst"]
+__all__ = ["ABOUT", "TITLES", "AuditResult", "CheckResult", "Evidence", "Status", "Table", "fmt", "table", "worst"]
 
 _RECORD: TypeAdapter[CheckRecord] = TypeAdapter(AnyCheck)
 
@@ -85,3 +90,46 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
 
 def fmt(x: Any, spec: str = ".3f") -> str:
     return format(x, spec) if finite(x) else "n/a"
+
+
+@dataclass
+class AuditResult:
+    """The seven verdicts, the overall status and where the report files went."""
+
+    run_dir: Path
+    out_dir: Path
+    checks: list[CheckResult]
+    strict: bool = False
+    evals: list[EvalRead] = field(default_factory=list)
+    ablations: list[str] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+    @property
+    def status(self) -> Status:
+        return worst([c.status for c in self.checks])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: sum(c.status == s for c in self.checks) for s in ("pass", "warn", "fail")}
+
+    @property
+    def exit_code(self) -> int:
+        """1 under `strict` when any check failed, else 0."""
+        return 1 if self.strict and any(c.status == "fail" for c in self.checks) else 0
+
+    def check(self, name: str) -> CheckResult:
+        return next(c for c in self.checks if c.name == name)
+
+    def report(self) -> AuditReport:
+        """The audit.json record of this result."""
+        return AuditReport(
+            created=self.created,
+            run_dir=str(self.run_dir),
+            status=self.status,
+            counts=self.counts,
+            strict=self.strict,
+            evaluations=self.evals,
+            ablations=self.ablations,
+            checks=[c.record() for c in self.checks],
+        )

@@ -1,8 +1,8 @@
 """GRPO and its follow-ups: the objective's pure tensor functions and the trainer. SFT lives in `rlvr.sft`;
 its names stay importable from here for one release.
 
-The names below are imported on first use, so that a config module (`rlvr.grpo.config`, which the
-search and study configs build on) is read without loading torch.
+The names below are imported on first use, so `import rlvr.grpo` stays cheap. Each of them loads
+torch when used: `rlvr.grpo.config` reads the objective presets, which name the loss functions.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ def _check(path: str | Path) -> Path:
     """The folder, once its config.json reads as a JSON object; `ModelLoadError` (one line) otherwise."""
     p = Path(path).expanduser()
     cfg = p / "config.json"
+    if not cfg.is_file() and _adapter_base(p) is not None:
+        return p  # a LoRA checkpoint: adapters beside the tokenizer, the base named in adapter_config.json
     if not cfg.is_file():
         raise ModelLoadError(f"{p}: not a model folder (no config.json); give a local Hugging Face model path")
     try:
@@ -38,6 +40,20 @@ def _check(path: str | Path) -> Path:
     if not isinstance(data, dict) or "model_type" not in data:
         raise ModelLoadError(f"{cfg}: field 'model_type': missing (not a Hugging Face model config)")
     return p
+
+
+def _adapter_base(p: Path) -> Path | None:
+    """The base model folder of a LoRA checkpoint (`adapter_config.json` and no `config.json`)."""
+    f = p / "adapter_config.json"
+    if not f.is_file() or (p / "config.json").is_file():
+        return None
+    try:
+        base = json.loads(f.read_bytes()).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ModelLoadError(f"{f}: cannot read: {e}") from None
+    if not isinstance(base, str) or not (Path(base).expanduser() / "config.json").is_file():
+        raise ModelLoadError(f"{f}: field 'base_model_name_or_path': {base!r} is not a local model folder")
+    return Path(base).expanduser()
 
 
 def _one_line(p: Path, what: str, e: Exception) -> ModelLoadError:
@@ -67,6 +83,11 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
     from transformers.utils import logging as hf_logging
 
     p = _check(path)
+    if (base := _adapter_base(p)) is not None:  # a LoRA checkpoint: the base with its adapters merged
+        from peft import PeftModel
+
+        merged = PeftModel.from_pretrained(load_model(base, dtype=dtype), p).merge_and_unload()
+        return merged.to(device)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its multi-line load report: rlvr says what is wrong in one line below
     try:

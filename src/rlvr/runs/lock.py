@@ -91,6 +91,11 @@ class RunLock:
         if tree:
             os.environ[TREE_ENV] = str(self.folder)  # inherited by the runs this command starts
 
+    def __del__(self) -> None:  # an object dropped without release(): as if its process had ended
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)  # type: ignore[arg-type]
+            self.fd = None
+
     def release(self) -> None:
         """Remove the lock file and drop the lock (also dropped by the kernel when the process ends)."""
         if self.fd is None:
