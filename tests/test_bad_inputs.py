@@ -216,6 +216,9 @@ CASES: list[Case] = [
      "ea: holds eval.json, another command's output; give audit another --out"),
     ("review export --out a train run", _finished_run, ["review", "export", "{dir}/ev", "--out", "{dir}/run"],
      "run: holds manifest.json, another command's output; give review export another --out"),
+    ("reward file not UTF-8 in rewards check",
+     _files(**{"r.py": b"RANGE = (0, 1)\ndef reward(completions, **kw):\n    return [caf\xe9 for c in completions]\n"}),
+     ["rewards", "check", "{dir}/r.py"], "r.py:3: not UTF-8 text (byte 0xe9 at column 16)"),
     # models that do not fit
     ("weights of the wrong shape", _model_copy(config={"intermediate_size": 48}),
      ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "its weights do not fit the shapes in config.json"),

@@ -370,16 +370,18 @@ def check_file(
     from rich.markup import escape
     from rich.table import Table
 
+    from rlvr.textfile import TextFileError, read_text
+
     console = console or Console()
     try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        console.print(f"[red]cannot read {escape(str(path))}:[/red] {escape(str(e))}")
+        source = read_text(Path(path))  # a bad byte is named by line and column
+    except TextFileError as e:
+        console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
         return 2
     try:
         result = validate(source, timeout_s=timeout_s, unsafe_no_sandbox=unsafe_no_sandbox, function=function)
     except SandboxUnavailable as e:
-        console.print(f"[red]no sandbox:[/red] {escape(str(e))}")
+        console.print(f"[red]no sandbox:[/red] {escape(str(e))}", soft_wrap=True)
         return 3
     if result.probe_raw is not None:
         completions, columns = probe_batch()
@@ -391,7 +393,9 @@ def check_file(
             table.add_row(str(i), escape(repr(shown)), gold, escape(value))
         console.print(table)
     if result.accepted:
-        console.print(f"[green]accepted[/green]: {escape(result.reason)}")
+        console.print(f"[green]accepted[/green]: {escape(result.reason)}", soft_wrap=True)
         return 0
-    console.print(f"[red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(result.reason)}")
+    reason = " ".join(result.reason.split())  # one line, whatever the sandbox's stderr held
+    console.print(f"{escape(str(path))}: [red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(reason)}",
+                  soft_wrap=True)  # fmt: skip
     return 1
