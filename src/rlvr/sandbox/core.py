@@ -372,11 +372,12 @@ def check_file(
 
     from rlvr.textfile import TextFileError, read_text
 
+    errors = console or Console(stderr=True)  # bad input goes to stderr, the verdict to stdout
     console = console or Console()
     try:
         source = read_text(Path(path))  # a bad byte is named by line and column
     except TextFileError as e:
-        console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        errors.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
         return 2
     try:
         result = validate(source, timeout_s=timeout_s, unsafe_no_sandbox=unsafe_no_sandbox, function=function)
