@@ -125,3 +125,32 @@ def test_resume_with_two_ranks_reproduces_the_uninterrupted_run(tmp_path, tiny_m
     shutil.rmtree(cut / "model")
     _torchrun("--resume", str(cut))
     _assert_same(tmp_path / "full", cut)
+
+
+def test_sigterm_stops_both_ranks_at_the_same_step_and_resume_finishes(tmp_path, tiny_model_dir) -> None:
+    """A scheduler's SIGTERM to torchrun reaches every rank; they agree on the step to stop at, rank 0
+    saves that checkpoint, and a 2-rank `--resume` ends with the uninterrupted run's weights."""
+    import signal
+    import time
+
+    full = _config(tmp_path, tiny_model_dir, "full", steps=30)
+    _torchrun("--config", str(full))
+    cut = _config(tmp_path, tiny_model_dir, "cut", steps=30)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "rlvr",
+           "train", "--config", str(cut)]  # fmt: skip
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    metrics, deadline = tmp_path / "cut" / "metrics.jsonl", time.time() + 300
+    while p.poll() is None and time.time() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    manifest = json.loads((tmp_path / "cut" / "manifest.json").read_text())
+    stopped = manifest["interrupted"]["step"]
+    assert 3 <= stopped < 30, err[-2000:]
+    assert (tmp_path / "cut" / "checkpoints" / f"step-{stopped:06d}" / "trainer_state.pt").is_file()
+    assert len(metrics.read_text().splitlines()) == stopped
+    _torchrun("--resume", str(tmp_path / "cut"))
+    a, b = _weights(tmp_path / "full"), _weights(tmp_path / "cut")
+    assert all(torch.equal(a[k], b[k]) for k in a)

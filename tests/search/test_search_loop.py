@@ -477,3 +477,18 @@ def test_screening_samples_at_the_runs_own_temperature(tmp_path, tiny_model_dir,
     sampling = SamplingConfig(temperature=0.7, max_new_tokens=8)
     evaluate_model(tiny_model_dir, "dev", 3, 2, task="arith", preset="small", seed=0, sampling=sampling, threads=1)
     assert seen == [0.7, 0.0]
+
+
+def test_a_missing_sandbox_stops_the_search_before_the_base_is_built(tmp_path, tiny_model_dir, monkeypatch):
+    from rlvr.sandbox import SandboxUnavailable
+    from rlvr.sandbox import jail
+
+    def unavailable():
+        raise SandboxUnavailable("bubblewrap is not installed")
+
+    monkeypatch.setattr(jail, "detect", unavailable)
+    built = []
+    monkeypatch.setattr(search_run.Search, "ensure_base", lambda self: built.append(1) or str(tiny_model_dir))
+    with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+        search_run.run_search(_cfg(tmp_path, tiny_model_dir, base_model=None), log=lambda m: None)
+    assert built == []

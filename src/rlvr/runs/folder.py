@@ -121,9 +121,9 @@ def _check_not_inside(p: Path, reads: Sequence[str | Path]) -> None:
         if here == src or here in src.parents or src in here.parents:
             raise RunFolderError(f"{p}: overlaps {r}, which this command reads; give another --out")
     owner = os.environ.get(TREE_ENV)
+    if owner is not None and (str(here) == owner or Path(owner) in here.parents):
+        return  # a study's or search's own tree, laid out by the command that holds it
     for up in here.parents:
-        if str(up) == owner:
-            break  # a study's or search's own tree, written by the runs it started
         if (up / "manifest.json").is_file():
             raise RunFolderError(f"{p}: inside {up}, another command's run folder; give an --out outside it")
         if (up / "config.json").is_file() and any(up.glob("*.safetensors")):

@@ -82,7 +82,7 @@ def search(
     final = results.final
     if final is not None:
         for t in final.tests:
-            _log(f"{t.b} vs control: greedy {t.greedy_diff:+.3f}, pass@1 {t.pass1_diff:+.3f}, "
+            _log(f"{t.b} vs {t.a}: greedy {t.greedy_diff:+.3f}, pass@1 {t.pass1_diff:+.3f}, "
                  f"McNemar p={t.pvalue:.3g} ({final.correction} {t.p_adjusted:.3g})")  # fmt: skip
     console.print(f"report: {Path(cfg.out) / 'search_report.html'}")
 

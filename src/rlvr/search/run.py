@@ -334,6 +334,10 @@ class Search:
     def run(self) -> SearchResults:
         c = self.cfg
         t0 = time.time()
+        if not c.unsafe_no_sandbox:  # a machine without the sandbox fails now, not after the base is built
+            from rlvr.sandbox.jail import detect
+
+            detect()
         self.base = self.ensure_base()
         if self.rundir is not None:
             self.rundir.write_manifest(seeds={"search": c.seed}, base_model=self.base)
