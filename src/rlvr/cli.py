@@ -528,20 +528,20 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # rlvr draws its own progress; HF's per-load bars are noise here
-    try:  # typer vendors click from 0.2x on
-        from typer._click.exceptions import ClickException, UsageError
-    except ImportError:  # pragma: no cover - older typer
-        from click.exceptions import ClickException, UsageError
+    try:  # typer vendors click in its recent releases
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - an older typer on click
+        import click.exceptions as click_errors  # type: ignore[no-redef]
 
     try:
         code = app(standalone_mode=False, prog_name="rlvr")
-    except UsageError as e:  # a wrong flag or value: one line, not click's usage box
+    except click_errors.UsageError as e:  # a wrong flag or value: one line, not click's usage box
         where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
         console.print(f"[bold red]error:[/] {e.format_message()}{where}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Abort:  # Ctrl-C outside a command's own handling
         sys.exit(130)
-    except ClickException as e:
+    except click_errors.ClickException as e:
         console.print(f"[bold red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
     except ConfigError as e:

@@ -90,8 +90,10 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
         return merged.to(device)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its multi-line load report: rlvr says what is wrong in one line below
+    model: Any
+    info: dict[str, Any]
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(
+        model, info = AutoModelForCausalLM.from_pretrained(  # type: ignore[misc]  # a pair with output_loading_info
             p, dtype=getattr(torch, dtype), local_files_only=True, output_loading_info=True
         )
     except Exception as e:  # a truncated safetensors file, weights of the wrong shape, a broken config
@@ -108,4 +110,4 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
             f"{p}: cannot load the model: the weights do not match its config.json's architecture "
             f"({len(odd)} tensors, e.g. {odd[0]})"
         )
-    return model.to(device)  # type: ignore[arg-type]  # transformers' stubs type .to oddly
+    return model.to(device)

@@ -18,6 +18,7 @@ from rlvr.runs.lock import RunLock, RunLockedError
 from rlvr.runs.search import Calibration, CalibrationPoint, CalibrationRow, read_search_results
 from rlvr.search.config import SearchConfig
 from rlvr.search.run import BoardRow, Log, Search
+from rlvr.search.screen import ScreenJob
 
 __all__ = ["calibrate", "kendall", "pick_rows"]
 
@@ -96,7 +97,7 @@ def _calibrate(
     full, short = cfg.screen_steps, max(1, round(short_frac * cfg.screen_steps))
     seed2 = cfg.seed + 1
     names = [x.row.name for x in board]
-    jobs = {}
+    jobs: dict[str, ScreenJob] = {}
     for x in board:
         for steps, seed, kind in [(full, cfg.seed, "candidate"), (short, cfg.seed, "calibration"),
                                   (full, seed2, "calibration")] + [
