@@ -480,8 +480,7 @@ def test_screening_samples_at_the_runs_own_temperature(tmp_path, tiny_model_dir,
 
 
 def test_a_missing_sandbox_stops_the_search_before_the_base_is_built(tmp_path, tiny_model_dir, monkeypatch):
-    from rlvr.sandbox import SandboxUnavailable
-    from rlvr.sandbox import jail
+    from rlvr.sandbox import SandboxUnavailable, jail
 
     def unavailable():
         raise SandboxUnavailable("bubblewrap is not installed")
