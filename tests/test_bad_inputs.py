@@ -189,6 +189,8 @@ CASES: list[Case] = [
     ("seed beyond 64 bits", _files(), ["train", "--seed", str(2**70)], "<flags>: field 'seed'"),
     ("n_train of a billion", _files(**{"run.yaml": "n_train: 1000000000\n"}), ["train", "--config", "{dir}/run.yaml"],
      "run.yaml:1: field 'n_train': Input should be less than or equal to 1000000"),
+    ("sft n_train of 0", _files(**{"s.yaml": "n_train: 0\n"}), ["sft", "--config", "{dir}/s.yaml", "--out", "{dir}/sft"],
+     "s.yaml:1: field 'n_train': Input should be greater than or equal to 1"),
     # output paths
     ("--out is a file", _files(**{"f.txt": "x"}), ["train", "--model", "{model}", "--out", "{dir}/f.txt"],
      "f.txt: is a file, not a folder"),

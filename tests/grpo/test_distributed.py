@@ -123,6 +123,8 @@ def test_resume_with_two_ranks_reproduces_the_uninterrupted_run(tmp_path, tiny_m
     shutil.copytree(tmp_path / "full", cut)
     shutil.rmtree(cut / "checkpoints" / "step-000004")
     shutil.rmtree(cut / "model")
+    manifest = json.loads((cut / "manifest.json").read_text())
+    (cut / "manifest.json").write_text(json.dumps({**manifest, "finished": False}))  # killed before the end
     _torchrun("--resume", str(cut))
     _assert_same(tmp_path / "full", cut)
 

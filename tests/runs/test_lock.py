@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,9 @@ class Cfg(BaseModel):
     out: str = ""
 
 
-def _hold(folder: Path, command: str, tree: bool = False) -> subprocess.Popen:
-    """Another process holding `folder`'s lock until it is killed."""
+@contextmanager
+def _held(folder: Path, command: str, tree: bool = False) -> Iterator[subprocess.Popen]:
+    """Another process holding `folder`'s lock until the block ends (then it is killed)."""
     code = textwrap.dedent(f"""
         import sys, time
         sys.argv = ["rlvr", {command!r}, "--out", {str(folder)!r}]
@@ -32,8 +35,12 @@ def _hold(folder: Path, command: str, tree: bool = False) -> subprocess.Popen:
         time.sleep(120)
     """)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None and p.stdout.readline().strip() == "held"
-    return p
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        yield p
+    finally:
+        p.kill()
+        p.wait()
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -42,24 +49,20 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 def test_a_second_command_is_refused_naming_the_holder_and_changes_nothing(tmp_path):
     run = tmp_path / "run"
-    holder = _hold(run, "train")
-    try:
+    with _held(run, "train") as holder:
         (run / "metrics.jsonl").write_text('{"step": 1}\n')
         before = _snapshot(run)
         for kw in ({}, {"overwrite": True}, {"resume": True}):
             with pytest.raises(RunFolderError, match=rf"in use by pid {holder.pid} \(rlvr train --out "):
                 RunDir(run, Cfg(), command="train", **kw)
             assert _snapshot(run) == before
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_killed_holders_lock_is_taken_over_and_released_on_close(tmp_path):
     run = tmp_path / "run"
-    holder = _hold(run, "eval")
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.wait()
+    with _held(run, "eval") as holder:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
     assert (run / LOCK_NAME).exists()  # the stale file is still there ...
     check_unlocked(run)  # ... but nobody holds it
     d = RunDir(run, Cfg(), command="eval")
@@ -73,39 +76,26 @@ def test_a_killed_holders_lock_is_taken_over_and_released_on_close(tmp_path):
 
 def test_a_study_or_search_holds_its_whole_tree(tmp_path, monkeypatch):
     tree = tmp_path / "search"
-    holder = _hold(tree, "search", tree=True)
-    try:
+    with _held(tree, "search", tree=True) as holder:
         inner = tree / "screens" / "x"
         with pytest.raises(RunFolderError, match=rf"inside {tree}, which pid {holder.pid}"):
             RunDir(inner, Cfg(), command="train")
         assert not inner.exists()
         monkeypatch.setenv(TREE_ENV, str(tree.resolve()))  # a run the search itself started
         RunDir(inner, Cfg(), command="train").close()
-        # a plain (non-tree) holder does not claim the folders below it
+    plain = tmp_path / "plain"
+    with _held(plain, "train"):  # a plain (non-tree) holder does not claim the folders below it
         monkeypatch.delenv(TREE_ENV)
-        plain = tmp_path / "plain"
-        p2 = _hold(plain, "train")
-        try:
-            RunDir(plain / "sub", Cfg(), command="eval").close()
-        finally:
-            p2.kill()
-            p2.wait()
-    finally:
-        holder.kill()
-        holder.wait()
+        RunDir(plain / "sub", Cfg(), command="eval").close()
 
 
 def test_the_cli_refuses_a_held_folder_in_one_line(tmp_path):
     run = tmp_path / "sft"
-    holder = _hold(run, "sft")
-    try:
+    with _held(run, "sft") as holder:
         out = subprocess.run(
             [sys.executable, "-m", "rlvr", "sft", "--steps", "1", "--out", str(run)],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
-    finally:
-        holder.kill()
-        holder.wait()
     assert out.returncode == 2, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and f"in use by pid {holder.pid}" in lines[0], out.stderr

@@ -82,19 +82,26 @@ def test_f1_and_dev_scores_hand_computed():
     assert s.accuracy_ci is not None and s.accuracy_ci[0] <= s.accuracy <= s.accuracy_ci[1]
 
 
-def test_final_tests_equal_paired_tests(tmp_path):
-    """Search's final comparison: `paired_tests` against the control, McNemar p adjusted as one family."""
-    cfg = _cfg(tmp_path, tmp_path / "model", test_n=12, test_samples=4)
-    s = search_run.Search(cfg, log=lambda m: None, write_run=False)
-    rng = np.random.default_rng(0)
+def _stored_test_scores(s, rates: dict[str, float], seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Fake test scores (12 problems x 4 samples) stored as the final stage stores them; per arm, the
+    per-problem pass rates and greedy correctness the comparisons must be computed from."""
+    rng = np.random.default_rng(seed)
     arms = {}
-    for name, p in (("control", 0.3), ("a", 0.6), ("b", 0.35)):
+    for name, p in rates.items():
         correct, greedy = rng.binomial(4, p, 12), (rng.random(12) < p).astype(int)
         per_problem = {"ids": [str(i) for i in range(12)], "correct": correct.tolist(), "answered": [4] * 12,
                        "greedy": greedy.tolist()}  # fmt: skip
         scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4, "n_problems": 12}
         s.store.set_meta(f"test/{name}", {**scores, "per_problem": per_problem})
         arms[name] = (correct / 4, greedy)
+    return arms
+
+
+def test_final_tests_equal_paired_tests(tmp_path):
+    """Search's final comparison: `paired_tests` against the control, McNemar p adjusted as one family."""
+    cfg = _cfg(tmp_path, tmp_path / "model", test_n=12, test_samples=4)
+    s = search_run.Search(cfg, log=lambda m: None, write_run=False)
+    arms = _stored_test_scores(s, {"control": 0.3, "a": 0.6, "b": 0.35}, seed=0)
     for correction in ("holm", "bonferroni"):
         s.cfg = cfg.model_copy(update={"correction": correction})
         got = s.final({n: ScreenResult(key=n, run_dir=str(tmp_path)) for n in arms}).tests
@@ -112,15 +119,7 @@ def test_final_adds_the_given_pairs_to_the_family(tmp_path):
     """The best ensemble against the random one (the paper's selection control) joins the family."""
     cfg = _cfg(tmp_path, tmp_path / "model", test_n=12, test_samples=4, correction="bonferroni")
     s = search_run.Search(cfg, log=lambda m: None, write_run=False)
-    rng = np.random.default_rng(1)
-    arms = {}
-    for name, p in (("control", 0.3), ("top ensemble", 0.7), ("random ensemble", 0.4)):
-        correct, greedy = rng.binomial(4, p, 12), (rng.random(12) < p).astype(int)
-        per_problem = {"ids": [str(i) for i in range(12)], "correct": correct.tolist(), "answered": [4] * 12,
-                       "greedy": greedy.tolist()}  # fmt: skip
-        scores = {"accuracy": correct.mean() / 4, "f1": 0.0, "greedy": greedy.mean(), "n_samples": 4, "n_problems": 12}
-        s.store.set_meta(f"test/{name}", {**scores, "per_problem": per_problem})
-        arms[name] = (correct / 4, greedy)
+    arms = _stored_test_scores(s, {"control": 0.3, "top ensemble": 0.7, "random ensemble": 0.4}, seed=1)
     runs = {n: ScreenResult(key=n, run_dir=str(tmp_path)) for n in arms}
     got = s.final(runs, [("random ensemble", "top ensemble"), ("control", "missing")]).tests
     assert [(t.a, t.b) for t in got] == [("control", "top ensemble"), ("control", "random ensemble"),
