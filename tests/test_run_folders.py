@@ -24,7 +24,8 @@ def test_a_moved_run_folder_resumes(tiny_model_dir: Path, tmp_path: Path, monkey
     )  # fmt: skip
     first = GRPOTrainer(cfg)
     first.run.log(first.train_step())
-    first.save_checkpoint()  # then the process "dies" after step 1
+    first.save_checkpoint()  # then the process "dies" after step 1, and its lock with it
+    first.run.close()
     del first
     manifest = json.loads((home / "runs" / "grpo" / "manifest.json").read_text())
     assert manifest["paths"]["model"] == {"absolute": str(home / "base"), "from_run": "../../base"}

@@ -39,6 +39,7 @@ __all__ = [
     "dump_config",
     "load_yaml_mapping",
     "renamed_flag",
+    "check_device",
     "PositiveFloat",
     "NonNegativeFloat",
     "Seed",
@@ -94,17 +95,22 @@ def partial_model(model: type[BaseModel], name: str) -> type[Overrides]:
 
 
 def _device(v: str) -> str:
-    """`cpu`, `cuda`, `cuda:N` or `mps`; a CUDA device only where torch can see one."""
+    """`cpu`, `cuda`, `cuda:N` or `mps` (whether this machine has it is `check_device`'s question:
+    a GPU config must still load on a laptop)."""
     import re
 
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", v):
         raise ValueError(f"unknown device {v!r}: use cpu, cuda, cuda:N or mps")
-    if v.startswith("cuda"):
+    return v
+
+
+def check_device(device: str) -> None:
+    """Refuse, before a command starts work, a CUDA device that this torch cannot see (ConfigError)."""
+    if device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
-            raise ValueError(f"device {v!r}: this torch sees no CUDA device (torch {torch.__version__})")
-    return v
+            raise ConfigError(f"field 'device': {device!r}: this torch sees no CUDA device (torch {torch.__version__})")
 
 
 # Shared field types: a value that torch or transformers would only reject mid-run (or silently

@@ -29,6 +29,7 @@ from rlvr.config import (
     Seed,
     StrictModel,
     Threads,
+    check_device,
 )
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack
@@ -165,6 +166,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
+    check_device(cfg.device)
     check_out(cfg.out, overwrite=overwrite, reads=[] if cfg.model == "tiny" else [cfg.model])
     problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
     if not problems:

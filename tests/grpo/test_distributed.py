@@ -129,6 +129,7 @@ def test_resume_with_two_ranks_reproduces_the_uninterrupted_run(tmp_path, tiny_m
     _assert_same(tmp_path / "full", cut)
 
 
+@pytest.mark.slow  # about a minute: three torchrun launches
 def test_sigterm_stops_both_ranks_at_the_same_step_and_resume_finishes(tmp_path, tiny_model_dir) -> None:
     """A scheduler's SIGTERM to torchrun reaches every rank; they agree on the step to stop at, rank 0
     saves that checkpoint, and a 2-rank `--resume` ends with the uninterrupted run's weights."""

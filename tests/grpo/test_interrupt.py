@@ -150,6 +150,7 @@ def _stop_at(cmd: list[str], ready, sig=signal.SIGTERM) -> tuple[int, str]:
     return p.returncode, err
 
 
+@pytest.mark.slow  # half a minute: an sft and an eval subprocess
 def test_sft_stops_with_its_model_so_far_and_eval_abandons_cleanly(tmp_path, tiny_model_dir):
     run = tmp_path / "sft"
     tiny = "{hidden_size: 16, num_layers: 1, num_heads: 2, intermediate_size: 32}"

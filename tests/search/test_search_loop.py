@@ -297,6 +297,7 @@ def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_pat
         s.store.set_validation(c.name, True, None, "", None)
         s.store.add_screen(f"cand/{c.name}/s9/seed0", "candidate", [c.name], 9, 0, _done(c.name, full[c.name], 9))
     s.store.close()
+    s.rundir.close()  # as when the search's process ended
     dump_config(cfg, out / "config.yaml")
     short = {"c0": 0.3, "c1": 0.35, "c2": 0.1, "c3": 0.05}  # one swapped pair: tau = 4/6
     seed2 = {"c0": 0.1, "c1": 0.2, "c2": 0.3, "c3": 0.4}  # reversed: tau = -1
@@ -328,6 +329,7 @@ def test_calibrate_cost_curve_by_screen_length_on_a_spread_of_the_leaderboard(tm
         s.store.set_validation(c.name, True, None, "", None)
         s.store.add_screen(f"cand/{c.name}/s6/seed0", "candidate", [c.name], 6, 0, _done(c.name, 0.7 - i / 10, 6))
     s.store.close()
+    s.rundir.close()  # as when the search's process ended
     dump_config(cfg, out / "config.yaml")
     ran: list[tuple[str, int, int]] = []
 

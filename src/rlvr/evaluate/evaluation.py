@@ -20,7 +20,16 @@ import numpy as np
 import torch
 from pydantic import Field, field_validator, model_validator
 
-from rlvr.config import Device, RolloutConfig, SamplingConfig, Seed, StrictModel, Threads, moved_to_sampling
+from rlvr.config import (
+    Device,
+    RolloutConfig,
+    SamplingConfig,
+    Seed,
+    StrictModel,
+    Threads,
+    check_device,
+    moved_to_sampling,
+)
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
 from rlvr.evaluate.plots import write_eval_plots
@@ -189,6 +198,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     path = resolve_model_path(cfg.model)
+    check_device(cfg.device)
     check_out(cfg.out, overwrite=overwrite, reads=[cfg.model, path])
     if model is None:
         tok, model = load_tokenizer(path), load_model(path, dtype=cfg.dtype, device=cfg.device)

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import numpy as np
 import torch
 
+from rlvr.config import check_device
 from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import sample_and_score
 from rlvr.grpo import objective as obj
@@ -61,6 +62,7 @@ class GRPOTrainer:
         is checked before the run folder is touched; a folder holding a run is refused unless
         `overwrite` (or `resume`)."""
         self.cfg, self.ocfg, self.progress = cfg, cfg.resolved_objective(), progress
+        check_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
