@@ -83,10 +83,11 @@ def test_sft_train_resume_eval_pipeline(tmp_path: Path) -> None:
     out = rlvr("train", "--config", str(train_cfg), "--model", str(tmp_path / "base"), "--out", str(run))
     assert out.returncode == 0, out.stderr
     assert "train 2/2" in out.stdout + out.stderr
-    # resume a finished run: it restores step 2 and has nothing left to do
+    # resume a finished run: refused, and nothing in the folder changes
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     out = rlvr("train", "--resume", str(run))
-    assert out.returncode == 0, out.stderr
-    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+    assert out.returncode == 2 and "the run finished; nothing to resume" in out.stderr, out.stderr
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
     cfg_text = (run / "config.yaml").read_text()
     (run / "config.yaml").write_text(cfg_text.replace("steps: 2", "steps: 14").replace("lr: 3.0e-05", "lr: 0.1"))
     out = rlvr("train", "--resume", str(run))
