@@ -92,9 +92,7 @@ def check_out(
     one that is, holds or lies inside an input the command `reads` (its model), and one inside
     another run folder or a model folder (unless a study or search writing its own tree made it)."""
     p = Path(path)
-    limit = os.pathconf(".", "PC_NAME_MAX")  # before any stat of `p`, which would raise ENAMETOOLONG
-    if too_long := [part for part in p.parts if len(part.encode()) > limit]:
-        raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
+    _check_name_length(p)  # before any stat of `p`, which would raise ENAMETOOLONG
     _check_not_inside(p, reads)
     manifest = p / "manifest.json"
     if not resume and not overwrite and manifest.is_file():
@@ -106,12 +104,23 @@ def check_out(
             "a finished run" if finished else "an unfinished run" + (" (resume it with --resume)" if resumable else "")
         )
         raise RunFolderError(f"{p}: holds {what}; give another --out, or --overwrite to replace it")
+    _check_writable_folder(p, "a run")
+
+
+def _check_name_length(p: Path) -> None:
+    limit = os.pathconf(".", "PC_NAME_MAX")
+    if too_long := [part for part in p.parts if len(part.encode()) > limit]:
+        raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
+
+
+def _check_writable_folder(p: Path, what: str) -> None:
+    """`p` is, or can be made, a folder that this process can write `what` into."""
     existing = next(q for q in (p, *p.parents) if q.exists())
     if not existing.is_dir():
         where = "is a file" if existing == p else f"lies under {existing}, a file"
         raise RunFolderError(f"{p}: {where}, not a folder; give another --out")
     if not os.access(existing, os.W_OK):
-        raise RunFolderError(f"{existing}: not writable, so {p} cannot hold a run")
+        raise RunFolderError(f"{existing}: not writable, so {p} cannot hold {what}")
 
 
 def _check_not_inside(p: Path, reads: Sequence[str | Path]) -> None:
@@ -140,14 +149,8 @@ def check_side_out(path: str | Path, owns: Sequence[str], command: str, *, overw
     that holds this command's earlier output (`owns`) unless `overwrite`; and what `check_out` refuses
     of any output path (a file, too long a name, not writable)."""
     p = Path(path)
-    limit = os.pathconf(".", "PC_NAME_MAX")
-    if too_long := [part for part in p.parts if len(part.encode()) > limit]:
-        raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
-    existing = next(q for q in (p, *p.parents) if q.exists())
-    if not existing.is_dir():
-        raise RunFolderError(f"{p}: {'is' if existing == p else f'lies under {existing},'} a file, not a folder")
-    if not os.access(existing, os.W_OK):
-        raise RunFolderError(f"{existing}: not writable, so {command} cannot write {p}")
+    _check_name_length(p)
+    _check_writable_folder(p, f"{command}'s output")
     if foreign := [n for n in _OUTPUTS if n not in owns and (p / n).exists()]:
         raise RunFolderError(f"{p}: holds {foreign[0]}, another command's output; give {command} another --out")
     if not overwrite and (mine := [n for n in owns if (p / n).exists()]):
