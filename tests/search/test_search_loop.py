@@ -283,22 +283,28 @@ def test_ray_local_cluster_runs_screens(tmp_path, tiny_model_dir):
     assert all(r.status == "done" for r in got.values()), got
 
 
-def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_path, tiny_model_dir, monkeypatch):
+def _screened_search(tmp_path: Path, model: Path, steps: int, f1: dict[str, float]) -> Path:
+    """A finished search folder whose candidates (named by `f1`) were screened for `steps` steps with
+    seed 0 and scored `f1`; its process has ended (store and lock closed)."""
     from rlvr.config import dump_config
+
+    cfg = _cfg(tmp_path, model, screen_steps=steps)
+    s = search_run.Search(cfg, log=lambda m: None)
+    s.store.add_round(1, [Candidate(name, f"# {name}\n", "d", (), 1) for name in f1])
+    for name, value in f1.items():
+        s.store.set_validation(name, True, None, "", None)
+        s.store.add_screen(f"cand/{name}/s{steps}/seed0", "candidate", [name], steps, 0, _done(name, value, steps))
+    s.store.close()
+    s.rundir.close()
+    dump_config(cfg, Path(cfg.out) / "config.yaml")
+    return Path(cfg.out)
+
+
+def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_path, tiny_model_dir, monkeypatch):
     from rlvr.search.calibrate import calibrate
 
-    cfg = _cfg(tmp_path, tiny_model_dir, screen_steps=9)
-    out = Path(cfg.out)
-    s = search_run.Search(cfg, log=lambda m: None)
-    cands = [Candidate(f"c{i}", f"# {i}\n", "d", (), 1) for i in range(4)]
-    s.store.add_round(1, cands)
     full = {"c0": 0.4, "c1": 0.3, "c2": 0.2, "c3": 0.1}
-    for c in cands:
-        s.store.set_validation(c.name, True, None, "", None)
-        s.store.add_screen(f"cand/{c.name}/s9/seed0", "candidate", [c.name], 9, 0, _done(c.name, full[c.name], 9))
-    s.store.close()
-    s.rundir.close()  # as when the search's process ended
-    dump_config(cfg, out / "config.yaml")
+    out = _screened_search(tmp_path, tiny_model_dir, 9, full)
     short = {"c0": 0.3, "c1": 0.35, "c2": 0.1, "c3": 0.05}  # one swapped pair: tau = 4/6
     seed2 = {"c0": 0.1, "c1": 0.2, "c2": 0.3, "c3": 0.4}  # reversed: tau = -1
 
@@ -317,20 +323,9 @@ def test_calibrate_reports_kendall_tau_of_short_vs_full_and_seed_vs_seed(tmp_pat
 
 
 def test_calibrate_cost_curve_by_screen_length_on_a_spread_of_the_leaderboard(tmp_path, tiny_model_dir, monkeypatch):
-    from rlvr.config import dump_config
     from rlvr.search.calibrate import calibrate
 
-    cfg = _cfg(tmp_path, tiny_model_dir, screen_steps=6)
-    out = Path(cfg.out)
-    s = search_run.Search(cfg, log=lambda m: None)
-    cands = [Candidate(f"c{i}", f"# {i}\n", "d", (), 1) for i in range(7)]
-    s.store.add_round(1, cands)
-    for i, c in enumerate(cands):
-        s.store.set_validation(c.name, True, None, "", None)
-        s.store.add_screen(f"cand/{c.name}/s6/seed0", "candidate", [c.name], 6, 0, _done(c.name, 0.7 - i / 10, 6))
-    s.store.close()
-    s.rundir.close()  # as when the search's process ended
-    dump_config(cfg, out / "config.yaml")
+    out = _screened_search(tmp_path, tiny_model_dir, 6, {f"c{i}": 0.7 - i / 10 for i in range(7)})
     ran: list[tuple[str, int, int]] = []
 
     def fake_run_jobs(jobs, on_result, **kw):
