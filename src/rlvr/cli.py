@@ -478,7 +478,7 @@ def audit(
     out: Annotated[Path | None, typer.Option(help="Report folder (default RUN_DIR/audit).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check fails (a CI gate).")] = False,
 ) -> None:
-    """Readiness audit: seven checks of the evidence behind a GRPO result -> report.html, report.md, audit.json."""
+    """Readiness audit: the checks of the evidence behind a GRPO result -> report.html, report.md, audit.json."""
     from rlvr.audit.cli import audit_command
 
     code = audit_command(run_dir, eval_dirs or [], out, strict, ablation or [])

@@ -6,7 +6,7 @@
 4. eval:  base and GRPO result on the test split and the private holdout, n samples per problem; the
           sft-matched model on test
 5. compare: the paired change in sampled pass@1 with its 95% CI, greedy, pass@k and maj@k
-6. audit: the seven readiness checks -> `report.html`, `report.md`, `audit.json`
+6. audit: the readiness checks -> `report.html`, `report.md`, `audit.json`
 
 Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run folder. The embedded
 world (rung, base recipe, why) is docs/embedded.md. On a terminal the stages draw live bars; when

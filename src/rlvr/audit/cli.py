@@ -24,7 +24,7 @@ _STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red"}
 
 
 def print_result(result: AuditResult, console: Console | None = None) -> None:
-    """The seven verdicts as a table, then where the report went."""
+    """The verdicts as a table, then where the report went."""
     out = console or Console()
     table = Table(title=f"readiness audit: {result.run_dir}", show_lines=False)
     for col in ("#", "check", "status", "evidence"):

@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.runs.audit import Construction, ContaminationReport, Example
-
 __all__ = [
     "Construction",
     "ContaminationReport",
@@ -43,6 +41,52 @@ __all__ = [
     "normalise",
     "words",
 ]
+
+
+@dataclass(frozen=True)
+class Example:
+    """An evaluation item next to its identical or closest training question."""
+
+    id: str
+    question: str
+    overlap: float
+    exact_duplicate: bool
+    train_id: str | None
+    train_question: str | None
+
+
+@dataclass(frozen=True)
+class ContaminationReport:
+    """One evaluation set against the training data: n-gram contaminated items (overlap above
+    `item_threshold`), exact duplicates, template matches, the raw n-gram overlap, every item's overlap
+    (for the histogram) and examples."""
+
+    n_items: int
+    n_train: int
+    ngram_n: int
+    item_threshold: float
+    raw_overlap: float
+    mean_item_overlap: float
+    ngram_items: int
+    ngram_share: float
+    exact_items: int
+    exact_share: float
+    template_share: float
+    overlaps: list[float]
+    examples: list[Example]
+
+
+@dataclass(frozen=True)
+class Construction:
+    """Whether a synthetic task's split rule holds for an evaluation set (arith: test/dev questions
+    hash into their own split; holdout questions use templates training never uses)."""
+
+    rule: str
+    ok: bool
+    violations: list[str] = field(default_factory=list)
+    templates: list[str] | None = None  # holdout: its templates and training's
+    train_templates: list[str] | None = None
+
 
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")

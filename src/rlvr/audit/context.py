@@ -12,10 +12,31 @@ import numpy as np
 
 from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
 from rlvr.evaluate.compare import paired_tests
-from rlvr.runs.audit import GreedyChange, PairedChange
 from rlvr.tasks import Problem, load_task, problems_hash
 
 __all__ = ["AuditContext", "GreedyChange", "LoadedProblems", "PairedChange", "paired_change"]
+
+
+@dataclass(frozen=True)
+class GreedyChange:
+    base: float
+    trained: float
+    pvalue: float  # McNemar
+
+
+@dataclass(frozen=True)
+class PairedChange:
+    """Base -> trained on the problems both evaluated: sampled pass@1 with its paired bootstrap CI, and
+    greedy accuracy with McNemar's p when both evaluations decoded greedily."""
+
+    source: str
+    split: str
+    n_problems: int
+    base: float
+    trained: float
+    gain: float
+    ci: tuple[float, float]
+    greedy: GreedyChange | None = None
 
 
 @dataclass

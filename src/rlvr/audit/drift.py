@@ -30,22 +30,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from rlvr.audit.context import PairedChange
+from rlvr.audit.result import Record
 from rlvr.audit.runs import TrainRun, reward_kind
 from rlvr.runs import RewardAudit, Sample
-from rlvr.runs.audit import (
-    Alarm,
-    DriftReport,
-    Hacking,
-    HeldOutTrend,
-    PairedChange,
-    Series,
-    StructureGroup,
-    StructureStats,
-    Trend,
-)
 from rlvr.verify import parse_steps
 
 __all__ = [
@@ -62,6 +54,90 @@ __all__ = [
     "structure_stats",
     "window_means",
 ]
+
+
+@dataclass(frozen=True)
+class Alarm:
+    alarm: str
+    level: str  # warn | fail
+    message: str
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The mean of the first and the last 20% of logged steps, and late / early."""
+
+    early: float
+    late: float
+    ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class HeldOutTrend:
+    """Dev accuracy logged during training: its early and late window means and the gain."""
+
+    source: str
+    points: int
+    early: float
+    late: float
+    gain: float
+
+
+@dataclass(frozen=True)
+class Hacking:
+    """Did the training reward rise while held-out accuracy did not?"""
+
+    reward_early: float
+    reward_late: float
+    reward_rise: float  # per unit of total reward weight
+    heldout: HeldOutTrend | PairedChange | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    steps: list[int]
+    values: list[float]
+
+
+class StructureGroup(Record):
+    n: int
+    lines: float | None = None
+    arith_density: float | None = None
+    steps: float | None = None
+    tokens: float | None = None
+
+
+class StructureStats(Record):
+    """Mean structure of correct vs incorrect training completions."""
+
+    n_rows: int
+    correct: StructureGroup | None = None
+    incorrect: StructureGroup | None = None
+
+
+class DriftReport(Record):
+    """Trend evidence and alarms of a GRPO run (the trends are None when the run is too short), the
+    structure of its training completions and whether each reward pays for correctness."""
+
+    n_steps: int = 0
+    min_steps: int = 0
+    thresholds: dict[str, tuple[float, float]] = {}
+    alarms: list[Alarm] = []
+    series: dict[str, Series] = {}
+    length: dict[str, Trend] = {}  # mean, correct, incorrect
+    truncated_frac: Trend | None = None
+    entropy: Trend | None = None
+    zero_std_frac: Trend | None = None
+    hacking: Hacking | None = None
+    structure: StructureStats | None = None
+    reward_flags: list[RewardAudit] = []
+    error: str | None = None  # the check could not run (or, where said, what it could not read)
+
+    def alarm(self, name: str, level: str | None, message: str) -> None:
+        if level is not None:
+            self.alarms.append(Alarm(name, level, message))
+
 
 MIN_STEPS = 10
 WINDOW = 0.2

@@ -1,5 +1,6 @@
-"""The report's figures, drawn from each check's evidence with matplotlib (Agg) and returned as
-base64 PNG strings, so report.html embeds them and needs no other file."""
+"""The report's figures: one function per check that has something to draw, from its evidence
+record with matplotlib (Agg); each check's declaration names its function, and `png` turns a figure
+into the base64 PNG string report.html embeds, so the report needs no other file."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import base64
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -16,24 +17,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
-from rlvr.audit.result import CheckResult  # noqa: E402
-from rlvr.runs.audit import (  # noqa: E402
-    ContaminationEvidence,
-    DriftReport,
-    HoldoutEvidence,
-    MatchedComputeEvidence,
-    SeparationEvidence,
-    Series,
-    VerifierEvidence,
-)
+if TYPE_CHECKING:
+    from rlvr.audit.checks.data import ContaminationEvidence, HoldoutEvidence
+    from rlvr.audit.checks.measurement import MatchedComputeEvidence, SeparationEvidence
+    from rlvr.audit.drift import DriftReport, Series
+    from rlvr.audit.verifier_audit import VerifierEvidence
 
-__all__ = ["figures"]
+__all__ = ["compute", "contamination", "drift", "holdout", "png", "separation", "verifier"]
 
 _MULTI = re.compile(r"^(pass|maj)@(\d+)$")
 _BASE, _TRAINED = "#7f7f7f", "#1f77b4"
 
 
-def _png(fig: Figure) -> str:
+def png(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=90)
@@ -45,7 +41,7 @@ def _ok(x: Any) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
 
 
-def _compute(ev: MatchedComputeEvidence) -> Figure | None:
+def compute(ev: MatchedComputeEvidence) -> Figure | None:
     pairs = ev.pairs
     if not pairs:
         return None
@@ -70,7 +66,7 @@ def _compute(ev: MatchedComputeEvidence) -> Figure | None:
     return fig
 
 
-def _verifier(ev: VerifierEvidence) -> Figure | None:
+def verifier(ev: VerifierEvidence) -> Figure | None:
     rates = {"recall": ev.recall, "specificity": ev.specificity, "rejection": ev.rejection}
     names = [k for k, v in rates.items() if _ok(v)]
     if not names:
@@ -107,12 +103,12 @@ def _series_fig(panels: Sequence[tuple[str, Sequence[tuple[str, Series | None]]]
     return fig
 
 
-def _separation(ev: SeparationEvidence) -> Figure | None:
+def separation(ev: SeparationEvidence) -> Figure | None:
     series = ev.shares.series if ev.shares else {}
     return _series_fig([("weighted reward per step", list(series.items()))])
 
 
-def _contamination(ev: ContaminationEvidence) -> Figure | None:
+def contamination(ev: ContaminationEvidence) -> Figure | None:
     sets = [(s.set, s.report.overlaps) for s in ev.sets if s.report and s.report.overlaps]
     if not sets:
         return None
@@ -125,7 +121,7 @@ def _contamination(ev: ContaminationEvidence) -> Figure | None:
     return fig
 
 
-def _holdout(ev: HoldoutEvidence) -> Figure | None:
+def holdout(ev: HoldoutEvidence) -> Figure | None:
     sbs = ev.side_by_side
     if not sbs:
         return None
@@ -152,31 +148,6 @@ _DRIFT_PANELS = (
 )  # fmt: skip
 
 
-def _drift(ev: DriftReport) -> Figure | None:
+def drift(ev: DriftReport) -> Figure | None:
     s = ev.series
     return _series_fig([(title, [(label, s.get(key)) for label, key in lines]) for title, lines in _DRIFT_PANELS])
-
-
-_DRAW: dict[type, Callable[[Any], Figure | None]] = {
-    MatchedComputeEvidence: _compute,
-    VerifierEvidence: _verifier,
-    SeparationEvidence: _separation,
-    ContaminationEvidence: _contamination,
-    HoldoutEvidence: _holdout,
-    DriftReport: _drift,
-}
-
-
-def figures(checks: list[CheckResult]) -> dict[str, str]:
-    """`{check name: base64 PNG}` for the checks that have something to draw."""
-    out = {}
-    for c in checks:
-        draw = _DRAW.get(type(c.evidence))
-        try:
-            fig = draw(c.evidence) if draw else None
-        except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out, never fatal
-            plt.close("all")
-            fig = None
-        if fig is not None:
-            out[c.name] = _png(fig)
-    return out

@@ -1,7 +1,7 @@
 """`rlvr audit RUN_DIR`: gather the evidence that a GRPO result is publishable into one report.
 
     result = run_audit("runs/demo/grpo", ["runs/demo/evals/base-test", "runs/demo/evals/grpo-test"])
-    result.status            # "pass" | "warn" | "fail": the worst of the seven checks
+    result.status            # "pass" | "warn" | "fail": the worst of the checks
     result.files["html"]     # runs/demo/grpo/audit/report.html (also report.md and audit.json)
 
 Reads only run folders. Without `eval_dirs`, evaluation folders near the run are used (its parent
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rlvr.audit.checks import run_checks
 from rlvr.audit.context import AuditContext
-from rlvr.audit.result import AuditResult
+from rlvr.audit.result import AuditResult, EvalRead
 from rlvr.audit.runs import (
     AuditInputError,
     assign_roles,
@@ -26,7 +26,6 @@ from rlvr.audit.runs import (
     load_train_run,
 )
 from rlvr.runs import JudgeSummary, RunFileError, RunFolderError, check_side_out, read_judge, write_model_card
-from rlvr.runs.audit import EvalRead
 
 __all__ = ["AuditResult", "build_context", "run_audit"]
 
@@ -71,7 +70,7 @@ def run_audit(
     second_verifier: bool = True,
     plots: bool = True,
 ) -> AuditResult:
-    """Run the seven checks and write `report.html`, `report.md` and `audit.json` into `out_dir`
+    """Run the checks and write `report.html`, `report.md` and `audit.json` into `out_dir`
     (default `RUN_DIR/audit/`). Raises `AuditInputError` (one line) on unreadable run folders."""
     from rlvr.audit.report import write_reports
 

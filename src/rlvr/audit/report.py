@@ -1,7 +1,7 @@
 """Write the audit's three files: `report.html` (self-contained: inline CSS, plots as base64 PNG,
 no script), `report.md` (the same verdicts and tables as text) and `audit.json` (every check's
 status, summary, evidence and examples; NaN written as null). All three draw from one
-`rlvr.runs.audit.AuditReport` record."""
+`AuditResult`; each check's figure is drawn by the function its declaration names."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel
 
-from rlvr.audit.plots import figures
-from rlvr.audit.result import AuditResult
+from rlvr.audit.checks import CHECKS
+from rlvr.audit.checks.data import ContaminationEvidence
+from rlvr.audit.plots import plt, png
+from rlvr.audit.result import SCHEMA, AuditResult, CheckResult
 from rlvr.runs import write_json
-from rlvr.runs.audit import AuditReport, ContaminationEvidence
 
-__all__ = ["render_html", "render_markdown", "write_reports"]
+__all__ = ["figures", "render_html", "render_markdown", "write_reports"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _ICON = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
@@ -27,21 +28,36 @@ def _na(x: object) -> object:
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def _explain(report: AuditReport) -> dict[str, str]:
+def figures(checks: list[CheckResult]) -> dict[str, str]:
+    """`{check name: base64 PNG}` for the checks whose declaration draws something from their evidence."""
+    out = {}
+    for c in checks:
+        draw = CHECKS[c.name].plot if c.name in CHECKS else None
+        try:
+            fig = draw(c.evidence) if draw else None
+        except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out, never fatal
+            plt.close("all")
+            fig = None
+        if fig is not None:
+            out[c.name] = png(fig)
+    return out
+
+
+def _explain(report: AuditResult) -> dict[str, str]:
     """Per check, the note the report prints under its summary (contamination: why a templated task
     is judged on whole items)."""
     return {c.name: (c.evidence.explanation or "") if isinstance(c.evidence, ContaminationEvidence) else ""
             for c in report.checks}  # fmt: skip
 
 
-def render_html(r: AuditReport, plots: dict[str, str] | None = None) -> str:
+def render_html(r: AuditResult, plots: dict[str, str] | None = None) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["na"] = _na
     return env.get_template("report.html.j2").render(
-        run_name=Path(r.run_dir).name, run_dir=r.run_dir, created=r.created, schema=r.schema_, status=r.status,
-        counts=r.counts, strict=r.strict, evaluations=r.evaluations, ablations=r.ablations, checks=r.checks,
+        run_name=Path(r.run_dir).name, run_dir=str(r.run_dir), created=r.created, schema=SCHEMA, status=r.status,
+        counts=r.counts, strict=r.strict, evaluations=r.evals, ablations=r.ablations, checks=r.checks,
         explain=_explain(r), plots=plots or {},
     )  # fmt: skip
 
@@ -65,7 +81,7 @@ def _md_example(ex: BaseModel) -> list[str]:
     return lines
 
 
-def render_markdown(r: AuditReport) -> str:
+def render_markdown(r: AuditResult) -> str:
     explain = _explain(r)
     lines = [
         f"# Readiness audit: {Path(r.run_dir).name}",
@@ -79,8 +95,8 @@ def render_markdown(r: AuditReport) -> str:
         ),
         "",
     ]
-    if r.evaluations:
-        rows: list[list[object]] = [[e.name, e.role, e.task, e.split, e.path, e.judge or "-"] for e in r.evaluations]
+    if r.evals:
+        rows: list[list[object]] = [[e.name, e.role, e.task, e.split, e.path, e.judge or "-"] for e in r.evals]
         cols = ["evaluation", "model", "task", "split", "folder", "error categories (LLM judge)"]
         lines += ["Evaluations read:", "", *_md_table(cols, rows), ""]
     for i, c in enumerate(r.checks, 1):
@@ -100,8 +116,7 @@ def write_reports(result: AuditResult, plots: bool = True) -> dict[str, Path]:
     """Write report.html, report.md and audit.json into `result.out_dir`; returns their paths."""
     out = Path(result.out_dir)
     files = {"html": out / "report.html", "md": out / "report.md", "json": out / "audit.json"}
-    report = result.report()
-    write_json(files["json"], report.to_json())
-    files["md"].write_text(render_markdown(report), encoding="utf-8")
-    files["html"].write_text(render_html(report, figures(result.checks) if plots else {}), encoding="utf-8")
+    write_json(files["json"], result.to_json())
+    files["md"].write_text(render_markdown(result), encoding="utf-8")
+    files["html"].write_text(render_html(result, figures(result.checks) if plots else {}), encoding="utf-8")
     return files

@@ -1,82 +1,113 @@
-"""A check's verdict (`CheckResult`, with the check's typed evidence from `rlvr.runs.audit`), the
-whole audit's result (`AuditResult`, what the report renders), the check titles, and small
-formatting helpers."""
+"""A readiness check declared once (`Check`: its name, title, what it checks, its evidence record,
+the function that runs it and the figure that draws it), a check's verdict (`CheckResult`), the whole
+audit's result (`AuditResult`, which `to_json` writes as audit.json), the base of every evidence
+record, and small formatting helpers.
+
+Adding a check is one module (its evidence `Record`, its function, its `Check`) and one line in
+`rlvr.audit.checks.CHECKS`; the report, the plots and audit.json read the declaration."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
-from rlvr.audit.context import finite
-from rlvr.runs.audit import (
-    AnyCheck,
-    AuditReport,
-    CheckRecord,
-    EvalRead,
-    Evidence,
-    ProbeFailure,
-    SecondExample,
-    SetExample,
-    Status,
-    Table,
-)
+from rlvr.audit.context import AuditContext, finite
 
-__all__ = ["ABOUT", "TITLES", "AuditResult", "CheckResult", "Evidence", "Status", "Table", "fmt", "table", "worst"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-_RECORD: TypeAdapter[CheckRecord] = TypeAdapter(AnyCheck)
+__all__ = [
+    "SCHEMA", "AuditResult", "Check", "CheckResult", "EvalRead", "Record", "Status", "Table", "check", "fmt",
+    "table", "worst",
+]  # fmt: skip
 
-TITLES = {
-    "matched_compute": "Matched compute",
-    "verifier": "Verifier audit",
-    "reward_separation": "Reward separation",
-    "contamination": "Contamination",
-    "holdout": "Private holdout",
-    "drift": "Training drift",
-    "human": "Human judgment",
-}
-ABOUT = {
-    "matched_compute": "pass@1 and a multi-sample metric (pass@k or maj@k) of base and trained model on the same "
-    "problems, each at a stated token budget, compared at matched budgets.",
-    "verifier": "The verifier alone, on rewritings of the evaluation golds (recall), wrong answers (specificity) and "
-    "reward hacks (rejection), and against a second verifier when installed.",
-    "reward_separation": "How much of the training reward came from correctness and how much from format, and what "
-    "correctness-only and format-only ablations reach.",
-    "contamination": "Word 8-gram overlap and exact duplicates between the training problems and each evaluation set.",
-    "holdout": "The private holdout was never trained or selected on, and its results sit beside the public test's.",
-    "drift": "Completion length, entropy, truncation and zero-std groups over training, reward vs held-out accuracy, "
-    "and whether any reward pays regardless of correctness.",
-    "human": "A human-labelled slice: reviewer agreement, verifier precision/recall against people, and pass@1 "
-    "re-estimated from the labels.",
-}
+SCHEMA = "rlvr.audit/1"
+Status = Literal["pass", "warn", "fail"]
+
+
+class Record(BaseModel):
+    """A record audit.json keeps (a check's evidence, an example): a misspelt field fails where it is
+    written. Floats may be NaN (nothing to measure); audit.json writes them as null."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the report: its title, column names and rows of cells."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass(frozen=True)
+class EvalRead:
+    """An evaluation the audit read, as the report lists it."""
+
+    name: str
+    path: str
+    role: str  # trained, base, ablation or other
+    split: str
+    task: str
+    judge: str = ""  # the LLM judge's error categories, when it was judged
 
 
 @dataclass
 class CheckResult:
-    """One check's verdict, its typed evidence (written to audit.json as it is), examples and report tables."""
+    """One check's verdict, its typed evidence (written to audit.json as it is), examples and report
+    tables; `title` and `about` come from the check's declaration."""
 
     name: str
     status: Status
     summary: str
-    evidence: Evidence
-    examples: Sequence[ProbeFailure | SecondExample | SetExample] = field(default_factory=list)
+    evidence: Record
+    examples: Sequence[Record] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
+    title: str = ""
+    about: str = ""
 
-    @property
-    def title(self) -> str:
-        return TITLES.get(self.name, self.name)
+    def record(self) -> dict[str, Any]:
+        """As audit.json keeps it."""
+        return {"title": self.title, "about": self.about, "name": self.name, "status": self.status,
+                "summary": self.summary, "evidence": self.evidence, "examples": list(self.examples),
+                "tables": self.tables}  # fmt: skip
 
-    def record(self) -> CheckRecord:
-        """As audit.json keeps it: the check's record, with its title and what it checks."""
-        return _RECORD.validate_python(
-            {"title": self.title, "about": ABOUT.get(self.name, ""), "name": self.name, "status": self.status,
-             "summary": self.summary, "evidence": self.evidence, "examples": list(self.examples),
-             "tables": self.tables}
-        )  # fmt: skip
+
+@dataclass(frozen=True)
+class Check:
+    """A readiness check, declared once beside its function: `check(ctx)` runs it and returns its
+    verdict under the declared title. `evidence` is the record it writes (every one has `error`, set
+    when the check could not run); `plot` draws that record for the report (None: no figure)."""
+
+    name: str
+    title: str
+    about: str
+    evidence: type[Record]
+    run: Callable[[AuditContext], CheckResult]
+    plot: Callable[[Any], Figure | None] | None = None
+
+    def __call__(self, ctx: AuditContext) -> CheckResult:
+        return replace(self.run(ctx), title=self.title, about=self.about)
+
+    def crashed(self, e: Exception) -> CheckResult:
+        """The verdict of a check that raised: a failure naming the error."""
+        ev = self.evidence(error=repr(e))  # type: ignore[call-arg]
+        res = CheckResult(self.name, "fail", f"the check could not run: {type(e).__name__}: {e}", ev)
+        return replace(res, title=self.title, about=self.about)
+
+
+def check(
+    name: str, title: str, about: str, evidence: type[Record], plot: Callable[[Any], Figure | None] | None = None
+) -> Callable[[Callable[[AuditContext], CheckResult]], Check]:
+    """Declare the decorated function as the check `name` (see `Check`)."""
+    return lambda run: Check(name, title, about, evidence, run, plot)
 
 
 def worst(statuses: Sequence[str]) -> Status:
@@ -94,7 +125,7 @@ def fmt(x: Any, spec: str = ".3f") -> str:
 
 @dataclass
 class AuditResult:
-    """The seven verdicts, the overall status and where the report files went."""
+    """The verdicts, the overall status and where the report files went."""
 
     run_dir: Path
     out_dir: Path
@@ -121,15 +152,11 @@ class AuditResult:
     def check(self, name: str) -> CheckResult:
         return next(c for c in self.checks if c.name == name)
 
-    def report(self) -> AuditReport:
-        """The audit.json record of this result."""
-        return AuditReport(
-            created=self.created,
-            run_dir=str(self.run_dir),
-            status=self.status,
-            counts=self.counts,
-            strict=self.strict,
-            evaluations=self.evals,
-            ablations=self.ablations,
-            checks=[c.record() for c in self.checks],
-        )
+    def to_json(self) -> dict[str, Any]:
+        """audit.json's contents (NaN still NaN: `runs.write_json` writes it as null)."""
+        return to_jsonable_python(
+            {"schema": SCHEMA, "created": self.created, "run_dir": str(self.run_dir), "status": self.status,
+             "counts": self.counts, "strict": self.strict, "evaluations": self.evals, "ablations": self.ablations,
+             "checks": [c.record() for c in self.checks]},
+            by_alias=True,
+        )  # fmt: skip

@@ -14,12 +14,43 @@ audited run's on the same split.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from rlvr.audit.drift import window_means
+from rlvr.audit.drift import Series, window_means
 from rlvr.audit.runs import EvalRun, TrainRun, ablation_kind, reward_kind
-from rlvr.runs.audit import KindShare, RewardShare, RewardShares, Series
 
 __all__ = ["KindShare", "RewardShare", "RewardShares", "ablation_rows", "reward_shares"]
+
+
+@dataclass
+class RewardShare:
+    """One configured reward over training: its weighted mass, share of the total and gain."""
+
+    reward: str  # the metrics name
+    kind: str  # correctness | format | other
+    weight: float
+    steps: int
+    mass: float  # sum over steps of |weight * mean reward|
+    early: float
+    late: float
+    gain: float
+    share: float = math.nan
+
+
+@dataclass
+class KindShare:
+    share: float
+    gain: float
+    rewards: list[str]
+    gain_share: float = math.nan
+
+
+@dataclass
+class RewardShares:
+    rewards: list[RewardShare]
+    kinds: dict[str, KindShare]  # correctness, format, other
+    total_mass: float
+    series: dict[str, Series]  # per reward: steps and weighted values
 
 
 def _metric_names(run: TrainRun) -> list[str]:

@@ -26,10 +26,78 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Literal
 
-from rlvr.runs.audit import Disagreement, FormCount, ProbeFailure, SecondExample, SecondVerifier, VerifierEvidence
+from pydantic import ConfigDict
+
+from rlvr.audit.result import Record
 from rlvr.verify import format_number, parse_number, verify_answer
 
 __all__ = ["Probe", "audit_verifier", "make_probes", "number_words", "probes_for", "second_verifier"]
+
+
+class FormCount(Record):
+    kind: str
+    form: str
+    n: int
+    failed: int
+
+
+class ProbeFailure(Record):
+    """A probe the verifier judged wrongly (an example of the report)."""
+
+    kind: str
+    form: str
+    completion: str
+    gold: str
+    accepted: bool
+    reason: str
+
+
+class SecondExample(Record):
+    """A probe on which the second verifier disagrees with ours; its verdict sits under its own name
+    (e.g. `math_verify`), kept as an extra field."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)  # the verdict's key is the verifier's name
+
+    form: str
+    completion: str
+    gold: str
+    rlvr: bool
+    right: str
+
+
+class Disagreement(Record):
+    form: str
+    n: int
+    rlvr_right: int
+
+
+class SecondVerifier(Record):
+    name: str
+    n: int
+    disagreement: float | None
+    rlvr_right: int
+    second_right: int
+    second_accuracy: float | None
+    by_form: list[Disagreement] = []
+    examples: list[SecondExample] = []
+
+
+class VerifierEvidence(Record):
+    """The verifier alone on probes built from gold answers (see rlvr.audit.verifier_audit)."""
+
+    n_golds: int = 0
+    n_probes: int = 0
+    recall: float | None = None
+    specificity: float | None = None
+    rejection: float | None = None
+    counts: dict[str, int] = {}
+    by_form: list[FormCount] = []
+    failures: list[ProbeFailure] = []
+    second: SecondVerifier | None = None
+    source: str = ""
+    thresholds: dict[str, tuple[float, float]] = {}
+    error: str | None = None  # the check could not run (or, where said, what it could not read)
+
 
 Kind = Literal["equivalent", "wrong", "adversarial"]
 

@@ -9,7 +9,6 @@ schema version in each JSON file.
     study     typed `StudyResult` (study.json) and `StudyJobResult` (one study job)
     demo      typed `DemoSummary` (a demo's summary.json)
     metrics   typed `MetricsLog` (metrics.jsonl: rows of numbers per step) and `read_metrics`
-    audit     typed `AuditReport` (audit.json): each readiness check's record with its typed evidence
     review    typed `ReviewStats` (a review folder's stats.json)
     search    typed `ScreenResult` (one screening run) and `SearchResults` (results.json)
     folder    `RunDir` (a run folder being written), the checks before one is touched, the model card

@@ -7,14 +7,27 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from pydantic import Field
+
+from rlvr.audit import plots
 from rlvr.audit.context import AuditContext, finite
-from rlvr.audit.drift import DriftReport, drift_alarms, reward_flags, structure_stats
-from rlvr.audit.result import CheckResult, Status, Table, fmt, table, worst
+from rlvr.audit.drift import DriftReport, StructureStats, drift_alarms, reward_flags, structure_stats
+from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, table, worst
 from rlvr.runs import RewardAudit, RunFileError
-from rlvr.runs.audit import HumanEvidence, StructureStats
 from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
 
-__all__ = ["check_drift", "check_human"]
+__all__ = ["HumanEvidence", "check_drift", "check_human"]
+
+
+class HumanEvidence(Record):
+    eval: str | None = None  # the labelled evaluation the verdict is about
+    schema_: str | None = Field(None, alias="schema")
+    summary: ReviewSummary | None = None
+    thresholds: dict[str, float] = {}
+    all: list[str] = []  # every evaluation with a labelled slice
+    found: list[str] | None = None
+    error: str | None = None  # its stats.json could not be read, or the check could not run
+
 
 HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.8, "pr_warn": 0.95}
 
@@ -52,6 +65,14 @@ def _drift_tables(d: DriftReport, struct: StructureStats, flags: list[RewardAudi
     return tables
 
 
+@check(
+    "drift",
+    "Training drift",
+    "Completion length, entropy, truncation and zero-std groups over training, reward vs held-out accuracy, and "
+    "whether any reward pays regardless of correctness.",
+    DriftReport,
+    plots.drift,
+)
 def check_drift(ctx: AuditContext) -> CheckResult:
     fallback = ctx.changes.get("test") or next(iter(ctx.changes.values()), None)
     d = drift_alarms(ctx.run, fallback)
@@ -113,6 +134,13 @@ def _human_status(s: ReviewSummary) -> tuple[Status, list[str]]:
     return ("fail" if fails else "warn" if warns else "pass"), fails + warns
 
 
+@check(
+    "human",
+    "Human judgment",
+    "A human-labelled slice: reviewer agreement, verifier precision/recall against people, and pass@1 re-estimated "
+    "from the labels.",
+    HumanEvidence,
+)
 def check_human(ctx: AuditContext) -> CheckResult:
     found = [
         (e, _read_stats(e.path / "review" / "stats.json"))
@@ -143,7 +171,7 @@ def check_human(ctx: AuditContext) -> CheckResult:
         [str(e.path), e.role, e.split, "n/a" if isinstance(st, str) else str(st.summary.n_labelled)] for e, st in found
     ]
     evid = HumanEvidence(
-        eval=str(ev.path), schema=stats.schema_, summary=s, thresholds=HUMAN, all=[str(e.path) for e, _ in found]
+        eval=str(ev.path), schema_=stats.schema_, summary=s, thresholds=HUMAN, all=[str(e.path) for e, _ in found]
     )
     return CheckResult(
         "human", status, text, evid, tables=[table("review slices", ["eval", "role", "split", "labelled"], rows)]

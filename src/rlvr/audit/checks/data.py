@@ -4,21 +4,98 @@ seen in training) and the private holdout (never used for choices, never leaked 
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
-from rlvr.audit.contamination import TrainIndex, arith_construction, build_index, contamination_report
-from rlvr.audit.context import AuditContext
-from rlvr.audit.result import CheckResult, Status, fmt, table, worst
-from rlvr.audit.runs import EvalRun
-from rlvr.runs.audit import (
-    ContaminationEvidence,
+from pydantic import model_serializer
+
+from rlvr.audit import plots
+from rlvr.audit.contamination import (
+    Construction,
     ContaminationReport,
-    Guard,
-    HoldoutEvidence,
-    SetEntry,
-    SetExample,
+    TrainIndex,
+    arith_construction,
+    build_index,
+    contamination_report,
 )
+from rlvr.audit.context import AuditContext, PairedChange
+from rlvr.audit.result import CheckResult, Record, Status, check, fmt, table, worst
+from rlvr.audit.runs import EvalRun
 
-__all__ = ["check_contamination", "check_holdout"]
+__all__ = ["ContaminationEvidence", "HoldoutEvidence", "check_contamination", "check_holdout"]
+
+
+class SetEntry(Record):
+    """One evaluation set compared with training (`report` None: nothing to compare). audit.json keeps
+    the report's fields beside the set's, as it always has."""
+
+    set: str
+    source: str
+    eval: str | None = None
+    task: str | None = None
+    report: ContaminationReport | None = None
+    construction: Construction | None = None
+
+    @model_serializer(mode="wrap")
+    def _flat_report(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        report = out.pop("report", None)
+        construction = out.pop("construction", None)
+        if report is None:
+            out = {"set": out["set"], "source": out["source"]}
+        else:
+            out = {"set": out["set"], "eval": out["eval"], "task": out["task"], "source": out["source"], **report}
+        if construction is not None:
+            out["construction"] = construction
+        return out
+
+    def summary(self) -> str:
+        if self.report is None:
+            return f"{self.set}: not compared"
+        r = self.report
+        text = f"{self.set}: {r.exact_items} of {r.n_items} items in training, {r.ngram_share:.0%} n-gram flagged"
+        if self.construction is not None:
+            text += " (disjoint by construction: verified)" if self.construction.ok else " (construction violated)"
+        return text
+
+
+class SetExample(Record):
+    """A contamination example of the report: the set it came from and the item beside training's."""
+
+    set: str
+    id: str
+    question: str
+    overlap: float
+    exact_duplicate: bool
+    train_id: str | None
+    train_question: str | None
+
+
+class ContaminationEvidence(Record):
+    n_train: int | None = None
+    train_hash_verified: bool | None = None
+    sets: list[SetEntry] = []
+    notes: list[str] = []
+    thresholds: dict[str, float] = {}
+    explanation: str | None = None  # why a templated task is judged on whole items
+    error: str | None = None  # the training problems could not be re-created, or the check could not run
+
+
+class Guard(Record):
+    ok: bool
+    detail: str
+
+
+class HoldoutEvidence(Record):
+    guard: Guard | None = None
+    holdout_hashes: dict[str, str | None] = {}
+    train_hashes: dict[str, str] = {}
+    equal_hashes: list[str] = []
+    trained_on_holdout_split: list[str] = []
+    train_sample_ids: int = 0
+    leaked_ids: list[str] = []
+    side_by_side: dict[str, PairedChange] = {}
+    error: str | None = None  # the check could not run (or, where said, what it could not read)
+
 
 CONTAMINATED_DATASET = 0.02  # more than this share of an evaluation set flagged: the set is contaminated
 TEMPLATED_TASKS = ("arith",)  # synthetic tasks whose questions share template phrases by construction
@@ -97,6 +174,13 @@ def _eval_sets(ctx: AuditContext) -> list[tuple[str, EvalRun | None]]:
     return sets
 
 
+@check(
+    "contamination",
+    "Contamination",
+    "Word 8-gram overlap and exact duplicates between the training problems and each evaluation set.",
+    ContaminationEvidence,
+    plots.contamination,
+)
 def check_contamination(ctx: AuditContext) -> CheckResult:
     train = ctx.train_problems
     if train.error is not None or not train.problems:
@@ -178,6 +262,13 @@ def _holdout_evidence(ctx: AuditContext, hold: list[EvalRun], guard: Guard) -> H
     )
 
 
+@check(
+    "holdout",
+    "Private holdout",
+    "The private holdout was never trained or selected on, and its results sit beside the public test's.",
+    HoldoutEvidence,
+    plots.holdout,
+)
 def check_holdout(ctx: AuditContext) -> CheckResult:
     guard = _guard(str(ctx.run.config.get("task", "arith")))
     hold = [e for e in ctx.evals if e.split == "holdout"]

@@ -7,24 +7,53 @@ from __future__ import annotations
 
 import re
 
-from rlvr.audit.context import AuditContext, finite
-from rlvr.audit.result import CheckResult, Status, worst
+from rlvr.audit import plots
+from rlvr.audit.context import AuditContext, PairedChange, finite
+from rlvr.audit.result import CheckResult, Record, Status, check, worst
 from rlvr.audit.result import fmt as _fmt
 from rlvr.audit.result import table as _table
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
-from rlvr.audit.verifier_audit import audit_verifier
-from rlvr.runs.audit import (
-    ComputePair,
-    MatchedComputeEvidence,
-    MetricRow,
-    ProbeFailure,
-    SecondExample,
-    SeparationEvidence,
-    VerifierEvidence,
-)
+from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, audit_verifier
 
-__all__ = ["check_matched_compute", "check_reward_separation", "check_verifier"]
+__all__ = [
+    "ComputePair", "MatchedComputeEvidence", "SeparationEvidence", "check_matched_compute", "check_reward_separation",
+    "check_verifier",
+]  # fmt: skip
+
+
+MetricRow = tuple[str, float | None, float | None, float | None, float | None, float | None]
+"""`[metric, base value, base tokens/problem, trained value, trained tokens/problem, token ratio]`."""
+
+
+class ComputePair(Record):
+    """A base and a trained evaluation of one split, metric by metric with their token budgets."""
+
+    split: str
+    base: str
+    trained: str
+    multi_sample: list[str]
+    token_ratio: float | None
+    settings_differ: list[str]
+    truncated_frac: dict[str, float]  # base, trained
+    metrics: list[MetricRow]
+    change: PairedChange | None = None
+
+
+class MatchedComputeEvidence(Record):
+    pairs: list[ComputePair] = []
+    evaluations: dict[str, str] = {}  # evaluation name -> role
+    error: str | None = None  # the check could not run (or, where said, what it could not read)
+
+
+class SeparationEvidence(Record):
+    shares: RewardShares | None = None
+    # the audited run and each ablation: run, kind, rewards, train_accuracy, dev_pass@1, <split>_pass@1
+    ablations: list[dict[str, str | float | None]] = []
+    thresholds: dict[str, float] = {}
+    hint: str | None = None
+    error: str | None = None  # the check could not run (or, where said, what it could not read)
+
 
 # (pass at or above, warn at or above; below: fail)
 VERIFIER_THRESHOLDS = {"recall": (0.98, 0.90), "specificity": (0.99, 0.95), "rejection": (0.95, 0.85)}
@@ -94,6 +123,14 @@ def _truncated(e: EvalRun) -> float:
     return max([float(v) for v in vals if finite(v)], default=0.0)
 
 
+@check(
+    "matched_compute",
+    "Matched compute",
+    "pass@1 and a multi-sample metric (pass@k or maj@k) of base and trained model on the same problems, each at a "
+    "stated token budget, compared at matched budgets.",
+    MatchedComputeEvidence,
+    plots.compute,
+)
 def check_matched_compute(ctx: AuditContext) -> CheckResult:
     roles = {e.name: e.role for e in ctx.evals}
     if not ctx.pairs:
@@ -140,6 +177,14 @@ def _rate_status(name: str, value: float | None) -> Status:
     return "pass" if value >= ok else "warn" if value >= warn else "fail"
 
 
+@check(
+    "verifier",
+    "Verifier audit",
+    "The verifier alone, on rewritings of the evaluation golds (recall), wrong answers (specificity) and reward "
+    "hacks (rejection), and against a second verifier when installed.",
+    VerifierEvidence,
+    plots.verifier,
+)
 def check_verifier(ctx: AuditContext) -> CheckResult:
     golds, source = ctx.golds()
     if not golds:
@@ -211,6 +256,14 @@ def _separation_status(shares: RewardShares, abl: list[dict[str, str | float | N
     return status, notes
 
 
+@check(
+    "reward_separation",
+    "Reward separation",
+    "How much of the training reward came from correctness and how much from format, and what correctness-only "
+    "and format-only ablations reach.",
+    SeparationEvidence,
+    plots.separation,
+)
 def check_reward_separation(ctx: AuditContext) -> CheckResult:
     shares = reward_shares(ctx.run)
     abl = ablation_rows(ctx.run, ctx.ablations, ctx.evals)
