@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from rlvr.config import load_config
+from rlvr.config import SamplingConfig, load_config
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
 from rlvr.models.decoding import FastDecoder, HFDecoder
@@ -61,8 +61,8 @@ def decoder_check(path: Path) -> None:
         for _ in range(2):  # the first call warms the kernels up
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            c = sample(model, tok, [fmt.prompt(p) for p in load_task("gsm8k", "test", n=64)], max_new_tokens=256,
-                       temperature=1.0, stop_ids=sorted(fmt.end_ids), fast=fast)  # fmt: skip
+            c = sample(model, tok, [fmt.prompt(p) for p in load_task("gsm8k", "test", n=64)], 1,
+                       SamplingConfig(max_new_tokens=256), stop_ids=sorted(fmt.end_ids), fast=fast)  # fmt: skip
             torch.cuda.synchronize()
             dt = time.perf_counter() - t0
         n = sum(c.lengths)

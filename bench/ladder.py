@@ -35,7 +35,7 @@ def probe(model, tok, rung: str, *, n: int, samples: int, split: str, seed: int)
     fmt = PromptFormatter.create(tok, "auto", None)
     prompts, ends, sampler = [fmt.prompt(p) for p in probs], sorted(fmt.end_ids), Sampler("fast")
     sampled = sampler.sample(model, tok, prompts, samples, SamplingConfig(), end_ids=ends, seed=seed, entropy=True)
-    greedy = sampler.sample(model, tok, prompts, 1, SamplingConfig(), end_ids=ends, temperature=0, seed=seed)
+    greedy = sampler.sample(model, tok, prompts, 1, SamplingConfig(), end_ids=ends, greedy=True, seed=seed)
 
     def right(c) -> np.ndarray:
         pairs = zip(c.texts, c.prompt_index, strict=True)

@@ -79,7 +79,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     s = sample_and_score(
-        model, tok, problems, n=1, sampling=sampling, formatter=fmt, seed=0, temperature=0.0, chunk_size=args.batch
+        model, tok, problems, n=1, sampling=sampling, formatter=fmt, seed=0, greedy=True, chunk_size=args.batch
     )
     t_rlvr = time.perf_counter() - t0
     texts_rlvr = [t[0] for t in s.texts]

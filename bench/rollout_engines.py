@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 from grpo_vs_trl import default_model as default_tiny  # the same tiny model (bench/ is on sys.path)
+from rlvr.config import SamplingConfig
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.sampling import Completions, encode_prompts, sample
 from rlvr.models.vllm_engine import VLLMEngine
@@ -50,12 +51,12 @@ def systems(model, tok, engine: VLLMEngine, end: list[int]) -> dict[str, Run]:
 
     def rlvr(fast: bool) -> Run:
         return lambda prompts, n, max_new: sample(
-            model, tok, prompts, n, max_new_tokens=max_new, temperature=1.0, stop_ids=end, fast=fast, seed=0
+            model, tok, prompts, n, SamplingConfig(max_new_tokens=max_new), stop_ids=end, fast=fast, seed=0
         )
 
     def vllm(prompts: list[str], n: int, max_new: int) -> Completions:
         ids = encode_prompts(tok, prompts)
-        return engine.generate(ids, n, max_new_tokens=max_new, temperature=1.0, stop_ids=end, seed=0, tokenizer=tok)
+        return engine.generate(ids, n, SamplingConfig(max_new_tokens=max_new), stop_ids=end, seed=0, tokenizer=tok)
 
     return {"hf": rlvr(False), "fast": rlvr(True), "vllm": vllm}
 

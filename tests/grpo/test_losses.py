@@ -7,6 +7,7 @@ Run: `.venv/bin/python -m pytest tests/test_losses.py -q`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -103,7 +104,7 @@ def test_cispo_by_hand_and_its_gradient_reaches_clipped_tokens() -> None:
 
 def test_registry() -> None:
     assert set(POLICY_LOSSES) == {"clip", "gspo", "gspo_token", "cispo"}
-    assert resolve_policy_loss("clip") is policy_loss
+    assert resolve_policy_loss("clip").fn is policy_loss
     with pytest.raises(ValueError, match="unknown policy loss 'ppo'"):
         resolve_policy_loss("ppo")
 
@@ -323,3 +324,17 @@ def test_entropy_threshold_and_selection_match_a_loop_and_torch_quantile(seed: i
     assert not select_top_entropy(ent, torch.zeros_like(mask), 0.2).any()
     with pytest.raises(ValueError, match="quantile"):
         entropy_threshold(ent.flatten(), 1.5)
+
+
+@pytest.mark.parametrize("name", list(POLICY_LOSSES))
+def test_every_statistic_a_loss_returns_is_declared_with_how_it_merges(name: str) -> None:
+    """The micro-batch and data-parallel merges read the declaration, so a statistic a loss returns
+    but does not declare would drop out of the log; the bound loss gets only the knobs it declares."""
+    from rlvr.grpo.presets import PRESETS
+
+    decl = POLICY_LOSSES[name]
+    c = random_case(0, spread=0.4)
+    o = dataclasses.replace(PRESETS["grpo"], policy_loss=name, delta=None if name == "cispo" else 3.0)
+    _, st = decl.bind(o, resolve_aggregation("token_mean"))(c["logp"], c["old"], c["adv"], c["mask"])
+    assert set(st) <= set(decl.stats), set(st) - set(decl.stats)
+    assert set(decl.knobs) <= {f.name for f in dataclasses.fields(o)}

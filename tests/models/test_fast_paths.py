@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvr.config import load_config
+from rlvr.config import SamplingConfig, load_config
 from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.rollout import collect
@@ -97,10 +97,8 @@ def test_fast_decoder_samples_the_same_tokens(arch: str) -> None:
     different steps: the same completions from both decoders."""
     model = _tiny(ARCHS[arch][0], **ARCHS[arch][1])
     ids = [p for p in PROMPTS for _ in range(4)]
+    s = SamplingConfig(max_new_tokens=12)
     common = dict(
-        max_new_tokens=12,
-        top_p=1.0,
-        top_k=0,
         stop_hit=None,
         pad_id=0,
         base=7,
@@ -108,7 +106,7 @@ def test_fast_decoder_samples_the_same_tokens(arch: str) -> None:
         device=torch.device("cpu"),
     )
     greedy, _, _ = _sample_chunk(
-        HFDecoder(model), ids, torch.arange(len(ids)), temperature=0.0, stop_ids={-1}, entropy=False, **common
+        HFDecoder(model), ids, torch.arange(len(ids)), s, greedy=True, stop_ids={-1}, entropy=False, **common
     )
 
     def balance(t: int) -> int:  # an end token that about half the rows reach
@@ -117,17 +115,17 @@ def test_fast_decoder_samples_the_same_tokens(arch: str) -> None:
 
     eos = max(range(3, 48), key=balance)
     assert balance(eos) >= 2
-    for temperature in (0.0, 1.0):
+    for greedy_ in (True, False):
         out = [
             _sample_chunk(
-                d, ids, torch.arange(len(ids)), temperature=temperature, stop_ids={eos}, entropy=True, **common
+                d, ids, torch.arange(len(ids)), s, greedy=greedy_, stop_ids={eos}, entropy=True, **common
             )  # fmt: skip
             for d in (HFDecoder(model), FastDecoder(model))
         ]
         assert out[0][0] == out[1][0]
         assert out[0][1] == out[1][1]
         assert not all(out[0][1])  # rows ended at the end token...
-        if temperature == 0:
+        if greedy_:
             assert any(out[0][1])  # ...and others ran to the limit
         assert out[0][2] == pytest.approx(out[1][2], abs=1e-4)  # entropies
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rlvr.config import SamplingConfig
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import ModelLoadError, load_model, load_tokenizer
 from rlvr.models.sampling import encode_prompts, sample
@@ -50,9 +51,9 @@ def test_greedy_sampling_matches_teacher_forcing_with_left_padding(tiny_model_di
         for p in model.parameters():
             p.mul_(8.0)
     prompts = [format_prompt(p.question) for p in load_task("arith", "test", n=4)]
-    out = sample(model, tok, prompts, n=1, max_new_tokens=12, temperature=0.0)
+    out = sample(model, tok, prompts, 1, SamplingConfig(max_new_tokens=12), greedy=True)
     for ids, comp in zip(encode_prompts(tok, prompts), out.tokens, strict=True):
-        alone = sample(model, tok, [tok.decode(ids)], n=1, max_new_tokens=12, temperature=0.0).tokens[0]
+        alone = sample(model, tok, [tok.decode(ids)], 1, SamplingConfig(max_new_tokens=12), greedy=True).tokens[0]
         assert comp == alone
         assert _teacher_forced_greedy(model, ids, comp) == comp
 
@@ -60,9 +61,9 @@ def test_greedy_sampling_matches_teacher_forcing_with_left_padding(tiny_model_di
 def test_sampling_is_seeded_and_prompt_major(tiny_model_dir: Path) -> None:
     tok, model = load_tokenizer(tiny_model_dir), load_model(tiny_model_dir)
     prompts = [format_prompt(p.question) for p in load_task("arith", "test", n=3)]
-    a = sample(model, tok, prompts, n=4, max_new_tokens=8, seed=3, chunk_size=5)
-    b = sample(model, tok, prompts, n=4, max_new_tokens=8, seed=3)
-    c = sample(model, tok, prompts, n=4, max_new_tokens=8, seed=4)
+    a = sample(model, tok, prompts, 4, SamplingConfig(max_new_tokens=8), seed=3, chunk_size=5)
+    b = sample(model, tok, prompts, 4, SamplingConfig(max_new_tokens=8), seed=3)
+    c = sample(model, tok, prompts, 4, SamplingConfig(max_new_tokens=8), seed=4)
     assert a.prompt_index == [0] * 4 + [1] * 4 + [2] * 4
     assert a.tokens == b.tokens != c.tokens  # chunking does not change the draws' order
     for toks, trunc in zip(a.tokens, a.truncated, strict=True):
@@ -75,11 +76,11 @@ def test_top_p_keeps_the_nucleus() -> None:
 
     logits = torch.log(torch.tensor([[0.6, 0.3, 0.1]]))
     u = torch.rand(2000, generator=torch.Generator().manual_seed(0))
-    assert set(_draw(logits.expand(2000, 3), 1.0, 0.5, u).tolist()) == {0}  # 0.6 alone reaches 0.5
-    draws = _draw(logits.expand(2000, 3), 1.0, 0.8, u)
+    assert set(_draw(logits.expand(2000, 3), SamplingConfig(top_p=0.5), u).tolist()) == {0}  # 0.6 alone reaches 0.5
+    draws = _draw(logits.expand(2000, 3), SamplingConfig(top_p=0.8), u)
     assert set(draws.tolist()) == {0, 1}
     assert abs((draws == 0).float().mean().item() - 2 / 3) < 0.04  # renormalised 0.6 / 0.9
-    full = _draw(logits.expand(2000, 3), 1.0, 1.0, u)
+    full = _draw(logits.expand(2000, 3), SamplingConfig(), u)
     freq = torch.bincount(full, minlength=3).float() / 2000
     assert torch.allclose(freq, torch.tensor([0.6, 0.3, 0.1]), atol=0.04)
 

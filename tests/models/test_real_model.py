@@ -61,12 +61,13 @@ def test_prompt_and_target_meet_at_the_same_token(tok, fmt_name: str) -> None:
 
 
 def test_greedy_sampling_stops_at_im_end(model, tok) -> None:
+    from rlvr.config import SamplingConfig
     from rlvr.models.sampling import sample
 
     fmt = PromptFormatter.create(tok)
     p = load_task("gsm8k", "test", n=1)[0]
     prompt = fmt.prompt(type(p)("q", "What is 2+3? Answer with one number.", "5", [], "t"))
-    out = sample(model, tok, [prompt], max_new_tokens=40, temperature=0.0, stop_ids=sorted(fmt.end_ids))
+    out = sample(model, tok, [prompt], 1, SamplingConfig(max_new_tokens=40), greedy=True, stop_ids=sorted(fmt.end_ids))
     assert not out.truncated[0] and out.tokens[0][-1] == fmt.end_id
     assert "<|im_end|>" not in out.texts[0] and "5" in out.texts[0]
     # the same completion as plain transformers.generate (the peer), which stops at eos
@@ -76,15 +77,16 @@ def test_greedy_sampling_stops_at_im_end(model, tok) -> None:
 
 
 def test_stop_strings_end_a_completion(model, tok) -> None:
+    from rlvr.config import SamplingConfig
     from rlvr.models.sampling import sample
 
     prompt = PromptFormatter.create(tok).prompt(
         type(load_task("gsm8k", "test", n=1)[0])("q", "Count: 1, 2, 3", "", [], "t")
     )
-    full = sample(model, tok, [prompt], max_new_tokens=24, temperature=0.0)
+    full = sample(model, tok, [prompt], 1, SamplingConfig(max_new_tokens=24), greedy=True)
     stop = full.texts[0].strip()[:3]
     assert stop
-    cut = sample(model, tok, [prompt], max_new_tokens=24, temperature=0.0, stop=[stop])
+    cut = sample(model, tok, [prompt], 1, SamplingConfig(max_new_tokens=24, stop=[stop]), greedy=True)
     assert stop in cut.texts[0] and len(cut.tokens[0]) <= len(full.tokens[0]) and not cut.truncated[0]
     assert full.tokens[0][: len(cut.tokens[0])] == cut.tokens[0]
 

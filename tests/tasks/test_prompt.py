@@ -121,10 +121,12 @@ def test_sampling_config_is_one_sub_config_and_old_keys_say_where_they_went(tmp_
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[2].glob("examples/*.yaml")), ids=lambda p: p.name)
 def test_example_configs_load(path: Path) -> None:
+    from rlvr.evaluate.evaluation import EvalConfig
     from rlvr.grpo.config import TrainConfig
     from rlvr.search.config import SearchConfig
 
-    load_config(SearchConfig if "search" in path.name else TrainConfig, path)
+    kind = SearchConfig if "search" in path.name else EvalConfig if path.stem.endswith("-eval") else TrainConfig
+    load_config(kind, path, {"model": "m"} if kind is EvalConfig else None)
 
 
 def test_top_k_and_stop_strings_in_the_sampler(tiny_model_dir: Path) -> None:
@@ -134,14 +136,16 @@ def test_top_k_and_stop_strings_in_the_sampler(tiny_model_dir: Path) -> None:
     from rlvr.models.sampling import _draw, sample
 
     logits = torch.tensor([[3.0, 2.0, 1.0, 0.0]])
-    draws = {int(_draw(logits, 1.0, 1.0, torch.tensor([u]), top_k=2)) for u in torch.linspace(0, 0.999, 50).tolist()}
+    draws = {
+        int(_draw(logits, SamplingConfig(top_k=2), torch.tensor([u]))) for u in torch.linspace(0, 0.999, 50).tolist()
+    }
     assert draws == {0, 1}
     tok, model = load_tokenizer(tiny_model_dir), load_model(tiny_model_dir)
     prompts = [format_prompt(p.question) for p in load_task("arith", "test", n=3)]
-    full = sample(model, tok, prompts, max_new_tokens=12, temperature=0.0)
+    full = sample(model, tok, prompts, 1, SamplingConfig(max_new_tokens=12), greedy=True)
     stop = full.texts[0][2:5]
     assert stop.strip()
-    cut = sample(model, tok, prompts, max_new_tokens=12, temperature=0.0, stop=[stop])
+    cut = sample(model, tok, prompts, 1, SamplingConfig(max_new_tokens=12, stop=[stop]), greedy=True)
     assert stop in cut.texts[0] and not cut.truncated[0] and len(cut.tokens[0]) < len(full.tokens[0])
     for a, b in zip(full.tokens, cut.tokens, strict=True):
         assert a[: len(b)] == b

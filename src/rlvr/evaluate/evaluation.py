@@ -226,7 +226,7 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     try:
         with StopRequest(where="sampling (the evaluation was abandoned; nothing partial is kept)", resume=rerun,
                          how="rerun"):  # fmt: skip
-            greedy = sample_kw(n=1, temperature=0.0) if cfg.greedy else None
+            greedy = sample_kw(n=1, greedy=True) if cfg.greedy else None
             if progress is not None:
                 progress("greedy done")
             sampled = sample_kw(n=cfg.n_samples)

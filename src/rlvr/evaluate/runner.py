@@ -38,18 +38,18 @@ def sample_and_score(
     sampling: SamplingConfig,
     formatter: PromptFormatter,
     seed: int,
-    temperature: float | None = None,
+    greedy: bool = False,
     chunk_size: int = 128,
     bf16: bool = False,
     sampler: Sampler | None = None,
 ) -> Scored:
-    """Sample `n` completions per problem with `sampling` (`temperature` overrides its temperature;
-    0 decodes greedily), prompted by `formatter`, through `sampler` (default: rlvr's fast decoder
+    """Sample `n` completions per problem with `sampling` (`greedy`: decode greedily instead), prompted
+    by `formatter`, through `sampler` (default: rlvr's fast decoder
     where the architecture allows, else the model's forward), and verify each."""
     sampler = sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")
     comp = sampler.sample(
         model, tok, [formatter.prompt(p) for p in problems], n, sampling, end_ids=sorted(formatter.end_ids),
-        temperature=temperature, seed=seed, chunk_size=chunk_size, bf16=bf16,
+        greedy=greedy, seed=seed, chunk_size=chunk_size, bf16=bf16,
     )  # fmt: skip
     verdicts = [verify_answer(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
     shape = (len(problems), n)

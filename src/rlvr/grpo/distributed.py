@@ -22,15 +22,15 @@ gloo on CPU (what the tests use), nccl on CUDA (`device: cuda` puts rank r on `c
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-__all__ = ["Dist", "init_distributed", "merge_update_stats"]
+from rlvr.grpo.losses import Reduce, merge_stats
 
-_TOKEN_WEIGHTED = ("clip_frac_low", "clip_frac_high", "clip_frac", "clip_frac_delta", "ratio_mean", "kl")
-_SEQ_WEIGHTED = ("seq_clip_frac",)
+__all__ = ["Dist", "init_distributed", "merge_update_stats"]
 
 
 @dataclass(frozen=True)
@@ -94,36 +94,31 @@ class Dist:
             torch.distributed.destroy_process_group()
 
 
-def merge_update_stats(parts: list[tuple[dict[str, float], float, float]]) -> dict[str, float]:
+def merge_update_stats(
+    parts: list[tuple[dict[str, float], float, float]], reduce: Mapping[str, Reduce]
+) -> dict[str, float]:
     """One step's update statistics over ranks, from each rank's (stats, tokens it ran, sequences it
-    ran): losses and row shares add up, token averages are weighted by tokens, sequence shares (GSPO's
-    `seq_clip_frac`) by sequences, ratio extremes over the ranks that ran.
+    ran): losses and row shares add up, the loss's declared statistics merge as `reduce` says (over the
+    ranks that ran), grad norm and learning rate are rank 0's (the same on every rank).
 
     >>> merge_update_stats([({"loss": 1.0, "clip_frac": 0.5, "seq_clip_frac": 0.5, "ratio_min": 0.9,
     ...                       "ratio_max": 1.1, "update_rows_frac": 0.25, "grad_norm": 2.0, "lr": 0.1}, 30.0, 2.0),
     ...                      ({"loss": 0.5, "clip_frac": 0.0, "seq_clip_frac": 0.0, "ratio_min": 1.0,
-    ...                        "ratio_max": 1.0, "update_rows_frac": 0.5, "grad_norm": 2.0, "lr": 0.1}, 10.0, 6.0)])
+    ...                        "ratio_max": 1.0, "update_rows_frac": 0.5, "grad_norm": 2.0, "lr": 0.1}, 10.0, 6.0)],
+    ...                     {"clip_frac": "token", "seq_clip_frac": "seq", "ratio_min": "min", "ratio_max": "max"})
     ... # doctest: +NORMALIZE_WHITESPACE
-    {'loss': 1.5, 'clip_frac': 0.375, 'seq_clip_frac': 0.125, 'ratio_min': 0.9, 'ratio_max': 1.1,
-     'update_rows_frac': 0.75, 'grad_norm': 2.0, 'lr': 0.1}
+    {'update_rows_frac': 0.75, 'grad_norm': 2.0, 'lr': 0.1, 'loss': 1.5, 'clip_frac': 0.375, 'seq_clip_frac': 0.125,
+     'ratio_min': 0.9, 'ratio_max': 1.1}
     """
     ran = [(st, n, q) for st, n, q in parts if n > 0]
     out = dict(parts[0][0])  # grad_norm and lr are the same on every rank (summed gradients)
     out["update_rows_frac"] = sum(st.get("update_rows_frac", 0.0) for st, _, _ in parts)
+    for k in ("loss", *reduce):
+        out.pop(k, None)
     if not ran:
-        for k in ("loss", "ratio_min", "ratio_max", *_TOKEN_WEIGHTED, *_SEQ_WEIGHTED):
-            out.pop(k, None)
         return out
     out["loss"] = sum(st.get("loss", 0.0) for st, _, _ in parts)
-    out["ratio_min"] = min(st["ratio_min"] for st, _, _ in ran)
-    out["ratio_max"] = max(st["ratio_max"] for st, _, _ in ran)
-    for keys, weights in ((_TOKEN_WEIGHTED, [n for _, n, _ in ran]), (_SEQ_WEIGHTED, [q for _, _, q in ran])):
-        total = sum(weights)
-        for k in keys:
-            if any(k in st for st, _, _ in ran):
-                weighted = sum(st.get(k, 0.0) * w for (st, _, _), w in zip(ran, weights, strict=True))
-                out[k] = weighted / total if total else 0.0
-    return out
+    return {**out, **merge_stats(ran, reduce)}
 
 
 def init_distributed(device: str) -> tuple[Dist, str]:

@@ -2,11 +2,11 @@
 
 The loss half of the objective, as pure tensor functions that import only torch (the advantage
 half, KL and the logits helpers are in `rlvr.grpo.objective`, which re-exports everything here).
-Every policy loss has the one signature of `PolicyLossFn`,
-`f(logp, old_logp, advantages, mask, *, eps_low, eps_high, aggregation, ...) -> (loss, stats)`,
-and is chosen once at setup from the literal dict `POLICY_LOSSES` (`resolve_policy_loss`), as the
-aggregation is from `AGGREGATIONS` (`resolve_aggregation`); the training loop never branches on a
-string.
+Every policy loss is a pure function
+`f(logp, old_logp, advantages, mask, *, <its knobs>, aggregation, ...) -> (loss, stats)` declared once
+in `POLICY_LOSSES` (`PolicyLoss`: the objective knobs it reads and its statistics with how each merges),
+and is chosen once at setup (`resolve_policy_loss`), as the aggregation is from `AGGREGATIONS`
+(`resolve_aggregation`); the training loop never branches on a string.
 
 Shapes: `B` sequences in a (micro-)batch, `T` completion positions. `logp`, `old_logp`, `mask`,
 `is_weights`, `entropy` are `(B, T)`; `advantages` `(B,)`. `mask` is 1/True on completion tokens
@@ -22,8 +22,11 @@ dual clip of Ye et al. 2020, arXiv:1912.09729); high-entropy token selection (Wa
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor
@@ -32,7 +35,9 @@ __all__ = [
     "AGGREGATIONS",
     "POLICY_LOSSES",
     "AggregateFn",
+    "PolicyLoss",
     "PolicyLossFn",
+    "Reduce",
     "aggregate",
     "cispo_loss",
     "entropy_threshold",
@@ -40,6 +45,7 @@ __all__ = [
     "gspo_loss",
     "gspo_token_loss",
     "high_entropy_mask",
+    "merge_stats",
     "policy_loss",
     "resolve_aggregation",
     "resolve_policy_loss",
@@ -463,19 +469,75 @@ class PolicyLossFn(Protocol):
     ) -> tuple[Tensor, dict[str, Tensor]]: ...
 
 
-POLICY_LOSSES: dict[str, PolicyLossFn] = {
-    "clip": policy_loss,
-    "gspo": gspo_loss,
-    "gspo_token": gspo_token_loss,
-    "cispo": cispo_loss,
+Reduce = Literal["token", "seq", "min", "max"]
+"""How a statistic merges over micro-batches and data-parallel ranks (`merge_stats`): a mean weighted by
+mask tokens or by non-empty sequences, or the extreme."""
+
+
+@dataclass(frozen=True)
+class PolicyLoss:
+    """A policy loss declared once: its pure function, the fields of the objective config it reads
+    (passed by name, so a new knob changes only the losses that read it), and each statistic it
+    returns with how that merges (`Reduce`); the trainer's micro-batch merge and the data-parallel merge
+    both read `stats`. Calling it calls the function."""
+
+    fn: PolicyLossFn
+    knobs: tuple[str, ...]
+    stats: Mapping[str, Reduce]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Tensor, dict[str, Tensor]]:
+        return self.fn(*args, **kwargs)
+
+    def bind(self, objective: Any, aggregation: AggregateFn) -> Callable[..., tuple[Tensor, dict[str, Tensor]]]:
+        """The loss with `objective`'s knobs and the aggregation filled in (once, at setup)."""
+        return functools.partial(self.fn, aggregation=aggregation, **{k: getattr(objective, k) for k in self.knobs})
+
+
+_CLIPS: dict[str, Reduce] = {"clip_frac_low": "token", "clip_frac_high": "token", "clip_frac": "token"}
+_RATIOS: dict[str, Reduce] = {"ratio_mean": "token", "ratio_min": "min", "ratio_max": "max"}
+_TOKEN: dict[str, Reduce] = {**_CLIPS, "clip_frac_delta": "token", **_RATIOS}
+_SEQUENCE: dict[str, Reduce] = {**_TOKEN, "seq_clip_frac": "seq"}
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {
+    "clip": PolicyLoss(
+        policy_loss, ("eps_low", "eps_high", "delta"), {**_CLIPS, "clip_frac_delta": "token", **_RATIOS}
+    ),
+    "gspo": PolicyLoss(gspo_loss, ("eps_low", "eps_high", "delta"), _SEQUENCE),
+    "gspo_token": PolicyLoss(gspo_token_loss, ("eps_low", "eps_high", "delta"), _SEQUENCE),
+    "cispo": PolicyLoss(cispo_loss, ("eps_high",), {**_CLIPS, **_RATIOS}),
 }
 
 
-def resolve_policy_loss(name: str) -> PolicyLossFn:
-    """The policy loss for a name in `POLICY_LOSSES`; call it once at setup."""
+def resolve_policy_loss(name: str) -> PolicyLoss:
+    """The policy loss declared as `name` in `POLICY_LOSSES`; call it once at setup."""
     if name not in POLICY_LOSSES:
         raise ValueError(f"unknown policy loss {name!r}; choose one of {sorted(POLICY_LOSSES)}")
     return POLICY_LOSSES[name]
+
+
+def merge_stats(
+    parts: Sequence[tuple[Mapping[str, float], float, float]], reduce: Mapping[str, Reduce]
+) -> dict[str, float]:
+    """The statistics of several micro-batches or ranks, each given as `(stats, mask tokens, non-empty
+    sequences)`, merged as `reduce` declares; a statistic no part has is left out.
+
+    >>> merge_stats([({"clip_frac": 0.5, "seq_clip_frac": 0.5, "ratio_min": 0.9}, 30.0, 2.0),
+    ...              ({"clip_frac": 0.0, "seq_clip_frac": 0.0, "ratio_min": 1.0}, 10.0, 6.0)],
+    ...             {"clip_frac": "token", "seq_clip_frac": "seq", "ratio_min": "min", "kl": "token"})
+    {'clip_frac': 0.375, 'seq_clip_frac': 0.125, 'ratio_min': 0.9}
+    """
+    out: dict[str, float] = {}
+    for k, how in reduce.items():
+        have = [(float(st[k]), n, q) for st, n, q in parts if k in st]
+        if not have:
+            continue
+        if how in ("min", "max"):
+            out[k] = (min if how == "min" else max)(v for v, _, _ in have)
+            continue
+        weights = [n if how == "token" else q for _, n, q in have]
+        total = sum(weights)
+        out[k] = sum(v * w for (v, _, _), w in zip(have, weights, strict=True)) / total if total else 0.0
+    return out
 
 
 # ----------------------------------------------------------------------------- token selection

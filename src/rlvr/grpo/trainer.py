@@ -152,13 +152,9 @@ class GRPOTrainer:
             obj.resolve_reward_normalization(o.reward_normalization), advantage=advantage, eps=1e-4
         )
         self.aggregate = obj.resolve_aggregation(o.aggregation)
-        self.policy_loss = functools.partial(
-            obj.resolve_policy_loss(o.policy_loss),
-            eps_low=o.eps_low,
-            eps_high=o.eps_high,
-            aggregation=self.aggregate,
-            delta=o.delta,
-        )
+        loss = obj.resolve_policy_loss(o.policy_loss)
+        self.policy_loss = loss.bind(o, self.aggregate)
+        self.stat_reduce: dict[str, obj.Reduce] = {**loss.stats, "kl": "token"}  # how each statistic merges
         self.kl_fn = obj.resolve_kl(o.kl_estimator)
         # high-entropy token selection (Beyond the 80/20 Rule); None = every token
         self.token_quantile = o.top_entropy_quantile if o.top_entropy_quantile < 1.0 else None
@@ -308,21 +304,15 @@ class GRPOTrainer:
         seen = float(sum(b.mask.sum() for _, b in mbs))
         seqs = float(sum((b.mask.sum(-1) > 0).sum() for _, b in mbs))
         self.rollout_stats = {}
+        parts: list[tuple[dict[str, float], float, float]] = []  # each micro-batch's (stats, tokens, sequences)
         for it in range(self.cfg.num_iterations):
             self.opt.zero_grad(set_to_none=True)
             for j, (idx, b) in enumerate(mbs):
                 share = float(b.mask.sum()) / seen if seen > 0 else 0.0
-                seq_share = float((b.mask.sum(-1) > 0).sum()) / seqs if seqs > 0 else 0.0
                 loss, st = self._loss(b, adv[idx], old[j], None if ref is None else ref[j], rolls[j], norm, select[j])
                 loss.backward()
-                n_it = self.cfg.num_iterations
-                for k in ("clip_frac_low", "clip_frac_high", "clip_frac", "clip_frac_delta", "ratio_mean", "kl"):
-                    if k in st:
-                        acc[k] = acc.get(k, 0.0) + share * float(st[k]) / n_it
-                if "seq_clip_frac" in st:  # a share of sequences (GSPO): weighted by sequences
-                    acc["seq_clip_frac"] = acc.get("seq_clip_frac", 0.0) + seq_share * float(st["seq_clip_frac"]) / n_it
-                acc["ratio_min"] = min(acc.get("ratio_min", math.inf), float(st["ratio_min"]))
-                acc["ratio_max"] = max(acc.get("ratio_max", -math.inf), float(st["ratio_max"]))
+                mb_stats = {k: float(st[k]) for k in self.stat_reduce if k in st}
+                parts.append((mb_stats, float(b.mask.sum()), float((b.mask.sum(-1) > 0).sum())))
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
                 if it == 0 and "logprob_diff_mean" in st:
                     self._add_rollout_stats(st, share)
@@ -333,9 +323,10 @@ class GRPOTrainer:
             acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
             self.opt.step()
         self.sched.step()
+        acc.update(obj.merge_stats(parts, self.stat_reduce))
         acc["lr"] = self.sched.get_last_lr()[0]
         if self.dist.world > 1:
-            acc = merge_update_stats(self.dist.gather((acc, seen, seqs)))
+            acc = merge_update_stats(self.dist.gather((acc, seen, seqs)), self.stat_reduce)
         if "loss" not in acc:  # no rank ran anything
             acc.update(loss=0.0, ratio_min=1.0, ratio_max=1.0, ratio_mean=1.0, clip_frac=0.0)
             acc.update(clip_frac_low=0.0, clip_frac_high=0.0)
@@ -415,7 +406,7 @@ class GRPOTrainer:
             seed=self.cfg.seed + 7919 * self.step,
             bf16=self.cfg.bf16,
         )
-        greedy = score(n=1, temperature=0.0)
+        greedy = score(n=1, greedy=True)
         sampled = score(n=self.cfg.eval_samples)
         c = sampled.correct.sum(1)
         n = self.cfg.eval_samples

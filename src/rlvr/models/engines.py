@@ -20,7 +20,7 @@ import torch
 
 from rlvr.config import RolloutConfig, SamplingConfig
 from rlvr.models.decoding import fast_decoder_supported
-from rlvr.models.sampling import Completions, encode_prompts, sample_with
+from rlvr.models.sampling import Completions, encode_prompts, sample
 
 __all__ = ["Sampler", "make_sampler", "resolve_engine"]
 
@@ -46,25 +46,28 @@ class Sampler:
 
     def sample(
         self, model, tok, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, end_ids: Sequence[int],
-        temperature: float | None = None, generator: torch.Generator | None = None, seed: int = 0,
-        row_offset: int = 0, total_rows: int | None = None, entropy: bool = False, bf16: bool = False,
-        chunk_size: int = 128,
+        greedy: bool = False, generator: torch.Generator | None = None, seed: int = 0, row_offset: int = 0,
+        total_rows: int | None = None, entropy: bool = False, bf16: bool = False, chunk_size: int = 128,
     ) -> Completions:  # fmt: skip
-        """`n` completions per prompt with `sampling` (`temperature` overrides it; 0 is greedy). The
+        """`n` completions per prompt with `sampling`, passed whole to the engine (`greedy`: argmax). The
         local engines draw as `rlvr.models.sampling.sample` does; vLLM seeds its requests from the same
         stream (`generator`, else `seed`), so every rank's stream stays in step."""
         if self.vllm is None:
-            return sample_with(
-                model, tok, prompts, n, sampling, end_ids=end_ids, temperature=temperature, generator=generator,
-                seed=seed, row_offset=row_offset, total_rows=total_rows, entropy=entropy, bf16=bf16,
-                chunk_size=chunk_size, fast=self.engine == "fast",
+            return sample(
+                model, tok, prompts, n, sampling, greedy=greedy, stop_ids=end_ids, generator=generator, seed=seed,
+                row_offset=row_offset, total_rows=total_rows, entropy=entropy, bf16=bf16, chunk_size=chunk_size,
+                fast=self.engine == "fast",
             )  # fmt: skip
         base = int(torch.randint(0, 2**62, (1,), generator=generator)) if generator is not None else seed
         out = self.vllm.generate(
-            encode_prompts(tok, prompts), n, max_new_tokens=sampling.max_new_tokens,
-            temperature=sampling.temperature if temperature is None else temperature, top_p=sampling.top_p,
-            top_k=sampling.top_k, stop=sampling.stop, stop_ids=list(end_ids), seed=base + row_offset, tokenizer=tok,
-        )  # fmt: skip
+            encode_prompts(tok, prompts),
+            n,
+            sampling,
+            greedy=greedy,
+            stop_ids=list(end_ids),
+            seed=base + row_offset,
+            tokenizer=tok,
+        )
         if entropy:  # vLLM reports no entropy of the sampling distribution
             out.entropy = [math.nan] * len(out.tokens)
         return out

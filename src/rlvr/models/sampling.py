@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -24,8 +25,8 @@ from rlvr.config import SamplingConfig
 from rlvr.models.decoding import make_decoder
 
 __all__ = [
-    "Completions", "autocast", "sample", "sample_with", "encode_prompts", "over_long", "prompt_token_limit",
-    "stop_string_checker",
+    "Completions", "autocast", "sample", "encode_prompts", "over_long", "prompt_token_limit", "stop_string_checker",
+    "vllm_params",
 ]  # fmt: skip
 
 
@@ -79,25 +80,33 @@ def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
     return ids, mask  # (B, Lp), (B, Lp)
 
 
-def _draw(logits: torch.Tensor, temperature: float, top_p: float, u: torch.Tensor, top_k: int = 0) -> torch.Tensor:
-    """One token per row from softmax(logits / T) restricted to the `top_k` most likely tokens (0: all)
-    and then to the top-p nucleus, by inverse CDF with uniforms `u`. (B, V), (B,) -> (B,)."""
-    if temperature <= 0:
+def _draw(logits: torch.Tensor, s: SamplingConfig, u: torch.Tensor, greedy: bool = False) -> torch.Tensor:
+    """One token per row (greedy: the most likely) from softmax(logits / T) restricted to the `top_k`
+    most likely tokens (0: all) and then to the top-p nucleus, by inverse CDF with uniforms `u`.
+    (B, V), (B,) -> (B,). `vllm_params` maps the same settings for vLLM."""
+    if greedy:
         return logits.argmax(-1)
     logits = logits.float()
-    if 0 < top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+    if 0 < s.top_k < logits.shape[-1]:
+        kth = logits.topk(s.top_k, dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, -math.inf)
-    probs = torch.softmax(logits / temperature, dim=-1)  # (B, V)
-    if top_p < 1.0:
+    probs = torch.softmax(logits / s.temperature, dim=-1)  # (B, V)
+    if s.top_p < 1.0:
         sorted_p, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set reaching top_p
+        outside = sorted_p.cumsum(-1) - sorted_p > s.top_p  # keep the smallest set reaching top_p
         sorted_p = sorted_p.masked_fill(outside, 0.0)
         probs = torch.zeros_like(probs).scatter_(-1, order, sorted_p)
     cdf = probs.cumsum(-1)  # (B, V)
     target = (u.to(cdf.device) * cdf[:, -1]).unsqueeze(-1)  # (B, 1)
     idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)  # (B,)
     return idx.clamp(max=probs.shape[-1] - 1)
+
+
+def vllm_params(s: SamplingConfig, *, greedy: bool = False) -> dict[str, Any]:
+    """The `vllm.SamplingParams` fields that `_draw` and the decoding loop read from `s`: the one place
+    a sampling setting maps to vLLM (vLLM 0.32 takes top_k 0 as off, temperature 0 as greedy)."""
+    return {"max_tokens": s.max_new_tokens, "temperature": 0.0 if greedy else s.temperature, "top_p": s.top_p,
+            "top_k": s.top_k, "stop": list(s.stop)}  # fmt: skip
 
 
 def _uniforms(base: int, step: int, rows: torch.Tensor, total: int) -> torch.Tensor:
@@ -130,13 +139,13 @@ def stop_string_checker(tokenizer, stop: Sequence[str]) -> Callable[[list[int]],
 
 @torch.no_grad()
 def _sample_chunk(
-    decoder, prompt_ids, rows, *, max_new_tokens, temperature, top_p, top_k, stop_ids, stop_hit, pad_id, base, total,
-    device, entropy,
-):  # fmt: skip
+    decoder, prompt_ids, rows, s: SamplingConfig, *, greedy, stop_ids, stop_hit, pad_id, base, total, device, entropy
+):
     ids, mask = _left_pad(prompt_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
     b = ids.shape[0]
     pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, Lp)
+    max_new_tokens = s.max_new_tokens
     logits = decoder.start(ids, mask, pos, max_new_tokens)  # (B, V)
     alive = torch.arange(b)  # rows of the original batch still generating (on the CPU)
     next_pos = pos[:, -1] + 1  # (B,)
@@ -145,12 +154,12 @@ def _sample_chunk(
     ent_sum = torch.zeros(b)
     stop_t = torch.tensor(sorted(stop_ids), dtype=torch.long)
     for step in range(max_new_tokens):
-        u = _uniforms(base, step, rows[alive], total) if temperature > 0 else rows
-        tok = _draw(logits, temperature, top_p, u, top_k)  # (b_alive,)
+        u = rows if greedy else _uniforms(base, step, rows[alive], total)
+        tok = _draw(logits, s, u, greedy)  # (b_alive,)
         tok_cpu = tok.cpu()
         out[alive, step] = tok_cpu
         if entropy:
-            ent_sum[alive] += _entropy(logits, temperature).cpu()
+            ent_sum[alive] += _entropy(logits, 1.0 if greedy else s.temperature).cpu()
         done = torch.isin(tok_cpu, stop_t)
         if stop_hit is not None:
             done |= torch.tensor([stop_hit(out[r, : step + 1].tolist()) for r in alive.tolist()], dtype=torch.bool)
@@ -174,8 +183,8 @@ def _sample_chunk(
 
 
 def _entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Entropy of softmax(logits / T) per row (T = 1 for greedy decoding). (B, V) -> (B,)"""
-    logp = torch.log_softmax(logits.float() / (temperature if temperature > 0 else 1.0), dim=-1)
+    """Entropy of softmax(logits / T) per row. (B, V) -> (B,)"""
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
     return -(logp.exp() * logp).sum(-1)
 
 
@@ -184,13 +193,10 @@ def sample(
     tokenizer,
     prompts: Sequence[str],
     n: int = 1,
+    sampling: SamplingConfig | None = None,
     *,
-    max_new_tokens: int = 64,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    top_k: int = 0,
+    greedy: bool = False,
     stop_ids: Sequence[int] | None = None,
-    stop: Sequence[str] = (),
     seed: int = 0,
     chunk_size: int = 128,
     generator: torch.Generator | None = None,
@@ -200,29 +206,32 @@ def sample(
     row_offset: int = 0,
     total_rows: int | None = None,
 ) -> Completions:
-    """Sample `n` completions for each prompt; `temperature=0` decodes greedily.
+    """Sample `n` completions for each prompt with the settings of `sampling` (default
+    `SamplingConfig()`), passed whole to the decoding loop; `greedy=True` decodes greedily.
 
     A completion ends at the first token in `stop_ids` (default: the tokenizer's eos; pass
     `PromptFormatter.end_ids` to stop at a chat template's end-of-turn token too) or at the token
-    that completes one of the `stop` strings; `truncated` marks the ones that hit `max_new_tokens`.
+    that completes one of the `sampling.stop` strings; `truncated` marks the ones that hit
+    `sampling.max_new_tokens`.
 
     Pass a `generator` to continue one random stream across calls (the trainer does, so a resumed
     run draws the same samples); otherwise a fresh one is seeded with `seed`. `bf16=True` runs the
     forwards under bfloat16 autocast (weights stay as they are; see `autocast`). `fast` picks the
     decoder (`rlvr.models.decoding`): None uses the fast one when the architecture is supported.
     `entropy=True` also returns each completion's mean per-token entropy of the distribution its
-    tokens were drawn from (softmax(logits / T), before top-k and top-p).
+    tokens were drawn from (softmax(logits / T), before top-k and top-p; T = 1 when greedy).
 
     `row_offset` and `total_rows` place these prompts' rows inside a larger call: a data-parallel
     rank that samples its block of a global batch draws exactly the tokens the one-process call
     over the whole batch draws for those rows (the uniforms depend on the global row index only).
     """
+    s = sampling or SamplingConfig()
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
     encoded = encode_prompts(tokenizer, prompts)
     order = [i for i in range(len(prompts)) for _ in range(n)]
     stop_set = set(stop_ids) if stop_ids is not None else {tokenizer.eos_token_id}
-    stop_hit, pad_id = stop_string_checker(tokenizer, stop), tokenizer.pad_token_id
+    stop_hit, pad_id = stop_string_checker(tokenizer, s.stop), tokenizer.pad_token_id
     was_training = model.training
     model.eval()
     tokens: list[list[int]] = []
@@ -235,10 +244,9 @@ def sample(
             rows = order[start : start + chunk_size]
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
-                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)) + row_offset,
-                    max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
-                    stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base, total=total_rows or len(order),
-                    device=device, entropy=entropy,
+                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)) + row_offset, s,
+                    greedy=greedy, stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base,
+                    total=total_rows or len(order), device=device, entropy=entropy,
                 )  # fmt: skip
             tokens += toks
             truncated += trunc
@@ -249,16 +257,3 @@ def sample(
     return Completions(
         prompt_index=order, tokens=tokens, texts=texts, truncated=truncated, entropy=entropies if entropy else None
     )
-
-
-def sample_with(
-    model, tokenizer, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, end_ids: Sequence[int],
-    temperature: float | None = None, **kwargs,
-) -> Completions:  # fmt: skip
-    """`sample` with the settings of a `SamplingConfig` (the one place that maps its fields);
-    `temperature` overrides the config's (0 for greedy), `end_ids` come from the prompt format."""
-    return sample(
-        model, tokenizer, prompts, n, max_new_tokens=sampling.max_new_tokens,
-        temperature=sampling.temperature if temperature is None else temperature, top_p=sampling.top_p,
-        top_k=sampling.top_k, stop=sampling.stop, stop_ids=end_ids, **kwargs,
-    )  # fmt: skip

