@@ -30,7 +30,9 @@ def search(
     config: Annotated[Path | None, typer.Option("--config", help="YAML config; flags override it.")] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help="Named search: demo (2 x 4 offline candidates, small), sparse (2 x 6, easy)."),
+        typer.Option(
+            help="Named search: demo (2 x 4 offline, small), sparse (2 x 6, easy), sparse-medium (2 x 6, medium)."
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Starting checkpoint (default: SFT one from scratch).")] = None,
     rounds: Annotated[int | None, typer.Option(help="Proposal rounds.")] = None,

@@ -57,6 +57,7 @@ class SearchConfig(StrictModel):
     sft_steps: int = Field(600, ge=1)
     task: str = "arith"
     preset: str = "easy"
+    sft_preset: str | None = None  # the rung the base is SFT'd on when it is built here; None: `preset`
     seed: int = 0
     rounds: int = Field(2, ge=1)
     candidates: int = Field(4, ge=1)  # per round
@@ -121,3 +122,7 @@ SEARCH_PRESETS: dict[str, dict[str, Any]] = {
         "threads": 1,
     },
 }
+# The same search one rung up: the base is SFT'd on `easy` as in `sparse`, and screens train and score on
+# `medium` (numbers up to 50, 1-3 steps), where the outcome reward alone leaves most groups all wrong
+# (docs/studies.md section 2b).
+SEARCH_PRESETS["sparse-medium"] = {**SEARCH_PRESETS["sparse"], "preset": "medium", "sft_preset": "easy"}

@@ -171,7 +171,7 @@ class Search:
         self.log(f"base: SFT from scratch, {self.cfg.sft_steps} steps -> {self.out / 'base'}")
         sft = load_config(
             SFTConfig, None, {"steps": self.cfg.sft_steps, "seed": self.cfg.seed, "out": str(self.out / "base"),
-                              "task": self.cfg.task, "preset": self.cfg.preset},
+                              "task": self.cfg.task, "preset": self.cfg.sft_preset or self.cfg.preset},
             base=dict(SFT_PRESETS["arith-base"]),
         )  # fmt: skip
         return str(run_sft(sft) / "model")
