@@ -465,8 +465,7 @@ def test_screening_samples_at_the_runs_own_temperature(tmp_path, tiny_model_dir,
     real = runner.sample_and_score
 
     def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        t = kwargs.get("temperature")
-        seen.append(kwargs["sampling"].temperature if t is None else t)
+        seen.append(0.0 if kwargs.get("greedy") else kwargs["sampling"].temperature)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(runner, "sample_and_score", spy)
@@ -487,3 +486,26 @@ def test_a_missing_sandbox_stops_the_search_before_the_base_is_built(tmp_path, t
     with pytest.raises(SandboxUnavailable, match="bubblewrap"):
         search_run.run_search(_cfg(tmp_path, tiny_model_dir, base_model=None), log=lambda m: None)
     assert built == []
+
+
+def test_the_base_is_sfted_on_sft_preset_while_screens_use_preset(tmp_path, monkeypatch):
+    """`sparse-medium`: the base is built on `easy` (sft_preset), the screens train and score on `medium`."""
+    from rlvr import sft
+    from rlvr.search.config import SEARCH_PRESETS
+
+    got = {}
+
+    def fake_sft(cfg):  # type: ignore[no-untyped-def]
+        got.update(preset=cfg.preset, steps=cfg.steps)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(sft, "run_sft", fake_sft)
+    cfg = load_config(SearchConfig, None, {"out": str(tmp_path / "s")}, base=dict(SEARCH_PRESETS["sparse-medium"]))
+    assert cfg.preset == "medium" and cfg.sft_preset == "easy"
+    s = search_run.Search(cfg, log=lambda m: None)
+    try:
+        with pytest.raises(RuntimeError, match="stop here"):
+            s.ensure_base()
+    finally:
+        s.store.close()
+    assert got == {"preset": "easy", "steps": 600}
