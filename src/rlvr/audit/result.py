@@ -99,8 +99,8 @@ class Check:
     def crashed(self, e: Exception) -> CheckResult:
         """The verdict of a check that raised: a failure naming the error."""
         ev = self.evidence(error=repr(e))  # type: ignore[call-arg]
-        res = CheckResult(self.name, "fail", f"the check could not run: {type(e).__name__}: {e}", ev)
-        return replace(res, title=self.title, about=self.about)
+        summary = f"the check could not run: {type(e).__name__}: {e}"
+        return CheckResult(self.name, "fail", summary, ev, title=self.title, about=self.about)
 
 
 def check(
