@@ -30,10 +30,11 @@ from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
 from rlvr.runs import RunFolderError, check_out, read_eval, read_manifest, write_json
-from rlvr.runs.demo import DemoAudit, DemoSplit, DemoSummary, DemoTest
+from rlvr.runs.eval import Metric
+from rlvr.runs.records import Record
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
-__all__ = ["DemoPlan", "PLANS", "LineProgress", "print_summary", "run_demo"]
+__all__ = ["DemoPlan", "DemoSummary", "PLANS", "LineProgress", "print_summary", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,54 @@ PLANS = {
 }  # fmt: skip
 _HEADLINE = {"sft/loss": "loss", "train/accuracy": "acc", "train/completion_len/mean": "len", "train/entropy": "ent",
              "eval/dev/pass@1": "dev_pass@1"}  # fmt: skip
+
+
+# --- summary.json (read back by tests and tools through `rlvr.runs.read_record`) -------------------
+
+
+class DemoTest(Record):
+    """One paired test of the demo's GRPO model against its SFT base (`evaluate.compare.PairedTest`)."""
+
+    a: str
+    b: str
+    metric: str
+    n_problems: int
+    value_a: float
+    value_b: float
+    diff: float
+    ci: list[float]
+    test: str
+    pvalue: float
+    pvalue_adj: float | None = None
+    tokens_a: float | None = None  # tokens per problem of each side, and their ratio (larger / smaller)
+    tokens_b: float | None = None
+    budget_ratio: float | None = None
+    budget_matched: bool = False
+    detail: dict[str, int] = {}  # a greedy test's discordant problems: b01 (right only in b), b10
+
+
+class DemoSplit(Record):
+    tests: list[DemoTest]
+    metrics: dict[str, dict[str, Metric]]  # base (or sft-matched) / grpo -> metric name -> metric
+
+
+class DemoAudit(Record):
+    status: str
+    checks: dict[str, str]  # check -> pass / warn / fail
+
+
+class DemoSummary(Record):
+    """`summary.json` of `rlvr demo`: the plan, per split the paired tests and both models' metrics
+    (GRPO against its base), GRPO against the compute-matched SFT baseline on test (`sft_matched`,
+    None when the plan skips it), the audit's verdicts, and where each run and the report are."""
+
+    schema_version: int = 1
+    plan: dict[str, int | bool]
+    splits: dict[str, DemoSplit]
+    sft_matched: DemoSplit | None = None
+    audit: DemoAudit
+    report: str
+    runs: dict[str, str]
 
 
 @dataclass

@@ -7,7 +7,6 @@ Run: `.venv/bin/python -m pytest tests/test_losses.py -q`.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -330,11 +329,11 @@ def test_entropy_threshold_and_selection_match_a_loop_and_torch_quantile(seed: i
 def test_every_statistic_a_loss_returns_is_declared_with_how_it_merges(name: str) -> None:
     """The micro-batch and data-parallel merges read the declaration, so a statistic a loss returns
     but does not declare would drop out of the log; the bound loss gets only the knobs it declares."""
-    from rlvr.grpo.presets import PRESETS
+    from rlvr.grpo.presets import resolve
 
     decl = POLICY_LOSSES[name]
     c = random_case(0, spread=0.4)
-    o = dataclasses.replace(PRESETS["grpo"], policy_loss=name, delta=None if name == "cispo" else 3.0)
+    o = resolve("grpo", {"policy_loss": name, "delta": None if name == "cispo" else 3.0})
     _, st = decl.bind(o, resolve_aggregation("token_mean"))(c["logp"], c["old"], c["adv"], c["mask"])
     assert set(st) <= set(decl.stats), set(st) - set(decl.stats)
-    assert set(decl.knobs) <= {f.name for f in dataclasses.fields(o)}
+    assert set(decl.knobs) <= set(type(o).model_fields)

@@ -555,5 +555,6 @@ def test_presets() -> None:
     ],
 )
 def test_config_errors_name_the_field(kwargs: dict, field: str) -> None:
-    with pytest.raises(ValueError, match=f"ObjectiveConfig.{field}"):
+    with pytest.raises(ValueError) as e:  # pydantic's ValidationError names the field
         ObjectiveConfig(**kwargs)
+    assert field in str(e.value)

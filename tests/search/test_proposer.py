@@ -19,6 +19,7 @@ from rlvr.search.proposer import (
     compose,
     normalized_hash,
     parse_spec,
+    redundant,
 )
 from rlvr.tasks import Step
 
@@ -81,6 +82,25 @@ def test_round_two_derives_from_top_of_history(rounds: Any) -> None:
     for c in derived:  # each child is a real change of its first parent
         parent = next(h for h in history if h.name == c.parents[0])
         assert parse_spec(c.source) != parse_spec(parent.source)
+
+
+def test_offline_candidates_shape_beyond_the_outcome_term() -> None:
+    """The base rewards already hold the outcome term: a candidate that is only the answer check again
+    screens as the control (docs/studies.md section 2b), so none is proposed, shaping terms come at
+    weights comparable to the outcome's, and a length limit can bite on a tiny model's 10-50 characters."""
+    first = OfflineProposer(0).propose(12, [])
+    history = [RankedResult(c.name, c.source, c.description, score=0.1, ci=(0.0, 0.2)) for c in first]
+    specs = [parse_spec(c.source) for c in first + OfflineProposer(0).propose(12, history)]
+    assert all(t is not None and not redundant(t) for t in specs)
+    assert redundant([Term("answer_correct", 1.7)]) and not redundant(
+        [Term("answer_correct", 1.0), Term("format_marker", 0.5)]
+    )
+    shaping = [t.weight for s in specs for t in s or () if t.primitive != "answer_correct"]
+    assert max(shaping) >= 1.0
+    limits = [dict(t.params)["limit"] for s in specs for t in s or () if t.primitive == "length_penalty"]
+    draws = [PRIMITIVES["length_penalty"].params[0].draw(u / 10) for u in range(11)]
+    assert min(draws) == 16 and max(draws) == 2000 and sum(d < 51 for d in draws) >= 3  # log-uniform
+    assert all(16 <= x <= 2000 for x in limits)
 
 
 def test_answer_primitive_ranks_correct_above_incorrect() -> None:

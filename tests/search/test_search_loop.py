@@ -17,11 +17,11 @@ from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
 from rlvr.grpo.config import TrainOverrides
-from rlvr.runs.search import DevScores, ScreenResult, read_search_results
 from rlvr.search import run as search_run
 from rlvr.search.config import SearchConfig
 from rlvr.search.executor import run_jobs
 from rlvr.search.proposer import Candidate, OfflineProposer
+from rlvr.search.records import DevScores, ScreenResult, read_search_results
 from rlvr.search.screen import EnsembleReward, ScreenJob, dev_scores, f1_score
 from rlvr.search.store import Store
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rlvr.runs.search import SearchResults
+from rlvr.search.records import SearchResults
 from rlvr.search.report import render_html, write_report
 
 SECTIONS = [

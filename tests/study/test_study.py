@@ -12,9 +12,10 @@ import pytest
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
-from rlvr.runs import StudyJobResult, read_eval, read_study
+from rlvr.runs import read_eval
 from rlvr.study import STUDY_PRESETS, StudyConfig, StudyError, run_study
 from rlvr.study.analysis import analyse
+from rlvr.study.records import StudyJobResult, read_study
 
 
 def _cfg(tmp_path: Path, base: Path, **kw) -> StudyConfig:  # type: ignore[no-untyped-def]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from rlvr.audit.context import AuditContext, finite
+from rlvr.runs.records import Record  # evidence floats may be NaN (nothing to measure): written as null
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -29,13 +29,6 @@ __all__ = [
 
 SCHEMA = "rlvr.audit/1"
 Status = Literal["pass", "warn", "fail"]
-
-
-class Record(BaseModel):
-    """A record audit.json keeps (a check's evidence, an example): a misspelt field fails where it is
-    written. Floats may be NaN (nothing to measure); audit.json writes them as null."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,9 @@ field by field in docs/train.md and docs/objectives.md.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from rlvr.config import (
     Device,
@@ -27,43 +25,19 @@ from rlvr.config import (
     moved_to_sampling,
     partial_model,
 )
-from rlvr.grpo.presets import PRESETS, ObjectiveConfig, PresetName, field_error
+from rlvr.grpo.presets import ObjectiveConfig, PresetName, resolve
 from rlvr.rewards import RewardSpec
 
 __all__ = ["TrainConfig", "TrainOverrides", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
 
 
-def _in_range(cls: type, value: Any, info: ValidationInfo) -> Any:
-    """One override's range or choice, checked alone (`presets.field_error`); None = not given."""
-    msg = None if value is None or info.field_name is None else field_error(info.field_name, value)
-    if msg is not None:
-        raise ValueError(msg)
-    return value
-
-
-def _overrides_model() -> type[StrictModel]:
-    """`ObjectiveOverrides`: every `ObjectiveConfig` field, typed as there, optional, default None
-    (= keep the preset's value), so a new objective field is one edit in `presets.py`."""
-    hints = typing.get_type_hints(ObjectiveConfig)
-    names = [f.name for f in dataclasses.fields(ObjectiveConfig)]
-    fields: dict[str, Any] = {name: (hints[name] | None, None) for name in names}
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        "ObjectiveOverrides",
-        __base__=StrictModel,
-        __module__=__name__,
-        __doc__="Fields of `ObjectiveConfig` that replace the preset's; None (absent) keeps the preset's.",
-        __validators__={"in_range": field_validator(*names)(_in_range)},
-        **fields,
-    )
-
-
 if TYPE_CHECKING:
 
-    class ObjectiveOverrides(StrictModel):
-        """Built from `ObjectiveConfig` at import (`_overrides_model`); mypy sees a plain model."""
+    class ObjectiveOverrides(Overrides):
+        """Built from `ObjectiveConfig` at import (`partial_model`); mypy sees a plain model."""
 
-else:
-    ObjectiveOverrides = _overrides_model()
+else:  # every ObjectiveConfig field, typed and constrained as there, optional: a new field is one edit
+    ObjectiveOverrides = partial_model(ObjectiveConfig, "ObjectiveOverrides")
 
 
 class LoraSettings(StrictModel):
@@ -111,6 +85,7 @@ class TrainConfig(StrictModel):
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
     rollout: RolloutConfig = RolloutConfig()
     out: str = "runs/grpo"
+    _objective: ObjectiveConfig = PrivateAttr()
 
     _moved = model_validator(mode="before")(moved_to_sampling)
 
@@ -123,10 +98,11 @@ class TrainConfig(StrictModel):
 
     @model_validator(mode="after")
     def _objective_resolves(self) -> TrainConfig:
-        try:
-            buf = self.resolved_objective().overlong_buffer
+        try:  # resolved once, here: the trainer reads `objective_config`
+            self._objective = resolve(self.objective, self.objective_overrides.values())
         except ValueError as e:  # a check between fields, e.g. delta against eps_high
             raise ValueError(f"objective {self.objective!r} with objective_overrides: {e}") from None
+        buf = self._objective.overlong_buffer
         if buf is not None and not 0 < buf <= self.sampling.max_new_tokens:
             raise ValueError(
                 f"objective_overrides.overlong_buffer={buf} must be in (0, "
@@ -134,10 +110,10 @@ class TrainConfig(StrictModel):
             )
         return self
 
-    def resolved_objective(self) -> ObjectiveConfig:
-        """The preset with the overrides applied."""
-        changes = {k: v for k, v in self.objective_overrides.model_dump().items() if v is not None}
-        return dataclasses.replace(PRESETS[self.objective], **changes)
+    @property
+    def objective_config(self) -> ObjectiveConfig:
+        """The preset with the overrides applied (validated when the config was built)."""
+        return self._objective
 
 
 if TYPE_CHECKING:

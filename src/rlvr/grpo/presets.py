@@ -1,34 +1,24 @@
 """Named objective configurations that reproduce each paper's recipe (docs/papers.md).
 
-`ObjectiveConfig` holds the choices the trainer resolves once into functions of
-`rlvr.grpo.objective`; `PRESETS` names the paper recipes; `PresetName` is their Literal (the type
-of `TrainConfig.objective`). `field_error` checks one field's value alone: the dataclass uses it,
-and so does `rlvr.grpo.config.ObjectiveOverrides`, which is derived from this dataclass's fields.
+`ObjectiveConfig` is the one validated model of the objective: the choices the trainer resolves once
+into functions of `rlvr.grpo.objective`, each field's range and choices, and the checks between
+fields. `PRESETS` names the paper recipes; `PresetName` is their Literal (the type of
+`TrainConfig.objective`); `resolve(preset, overrides)` applies `objective_overrides` to a preset.
 docs/objectives.md explains every field.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from rlvr.grpo.correction import CORRECTIONS, CorrectionName
-from rlvr.grpo.objective import (
-    ADVANTAGES,
-    AGGREGATIONS,
-    KL_ESTIMATORS,
-    POLICY_LOSSES,
-    REWARD_NORMALIZATIONS,
-    AdvantageScale,
-    AggregationName,
-    KLEstimator,
-    PolicyLossName,
-    RewardNormalization,
-)
+from pydantic import Field, ValidationError, model_validator
 
-__all__ = ["ObjectiveConfig", "PRESETS", "PresetName", "field_error"]
+from rlvr.config import StrictModel
+from rlvr.grpo.correction import CorrectionName
+from rlvr.grpo.objective import AdvantageScale, AggregationName, KLEstimator, PolicyLossName, RewardNormalization
+
+__all__ = ["ObjectiveConfig", "PRESETS", "PresetName", "resolve"]
 
 PresetName = Literal[
     "grpo",
@@ -46,8 +36,7 @@ PresetName = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class ObjectiveConfig:
+class ObjectiveConfig(StrictModel):
     """The objective's choices; `PRESETS` holds the ones that reproduce papers.
 
     advantage_scale: key of `ADVANTAGES`, the advantage estimator (group/batch/none scale GRPO's
@@ -70,82 +59,66 @@ class ObjectiveConfig:
 
     advantage_scale: AdvantageScale = "group"
     aggregation: AggregationName = "seq_mean_token_mean"
-    eps_low: float = 0.2
-    eps_high: float = 0.2
-    beta: float = 0.04
+    eps_low: float = Field(0.2, ge=0, lt=1)
+    eps_high: float = Field(0.2, ge=0)
+    beta: float = Field(0.04, ge=0)
     kl_estimator: KLEstimator = "k3"
     dynamic_sampling: bool = False
-    overlong_buffer: int | None = None
-    overlong_penalty: float = 0.0
+    overlong_buffer: int | None = Field(None, gt=0)
+    overlong_penalty: float = Field(0.0, ge=0)
     mask_truncated: bool = False
     rollout_correction: Literal["none"] | CorrectionName = "token"
-    rollout_correction_cap: float = 2.0
+    rollout_correction_cap: float = Field(2.0, ge=1)
     policy_loss: PolicyLossName = "clip"
-    delta: float | None = None
-    top_entropy_quantile: float = 1.0
+    delta: float | None = Field(None, gt=1)
+    top_entropy_quantile: float = Field(1.0, ge=0, le=1)
     reward_normalization: RewardNormalization = "sum_then_normalize"
 
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            msg = field_error(f.name, getattr(self, f.name))
-            if msg is not None:
-                raise ValueError(f"ObjectiveConfig.{f.name}: {msg}")
+    @model_validator(mode="after")
+    def _delta(self) -> ObjectiveConfig:
         if self.delta is not None and self.policy_loss == "cispo":
-            raise ValueError("ObjectiveConfig.delta: does not apply to policy_loss 'cispo' (its weight is already "
-                             "capped at 1 + eps_high); leave it unset")  # fmt: skip
+            raise ValueError("delta: does not apply to policy_loss 'cispo' (its weight is already capped at "
+                             "1 + eps_high); leave it unset")  # fmt: skip
         if self.delta is not None and self.delta <= 1.0 + self.eps_high:
-            raise ValueError(f"ObjectiveConfig.delta: must be > 1 + eps_high = {1.0 + self.eps_high}, got {self.delta}")
+            raise ValueError(f"delta: must be > 1 + eps_high = {1.0 + self.eps_high}, got {self.delta}")
+        return self
 
 
-_CHOICES: dict[str, list[str]] = {
-    "advantage_scale": sorted(ADVANTAGES),
-    "aggregation": sorted(AGGREGATIONS),
-    "kl_estimator": sorted(KL_ESTIMATORS),
-    "policy_loss": sorted(POLICY_LOSSES),
-    "reward_normalization": sorted(REWARD_NORMALIZATIONS),
-    "rollout_correction": sorted(["none", *CORRECTIONS]),
-}
-_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
-    "eps_low": (lambda v: 0.0 <= v < 1.0, "must be in [0, 1)"),
-    "eps_high": (lambda v: v >= 0, "must be >= 0"),
-    "beta": (lambda v: v >= 0, "must be >= 0"),
-    "overlong_penalty": (lambda v: v >= 0, "must be >= 0"),
-    "rollout_correction_cap": (lambda v: v >= 1, "must be >= 1"),
-    "overlong_buffer": (lambda v: v > 0, "must be > 0 or None"),
-    "delta": (lambda v: v > 1, "must be > 1 or None"),
-    "top_entropy_quantile": (lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
-}
+def resolve(preset: str, overrides: Mapping[str, Any]) -> ObjectiveConfig:
+    """`PRESETS[preset]` with `overrides` replacing its fields (None keeps the preset's), validated
+    whole; a ValueError names the first wrong field in one line.
 
-
-def field_error(name: str, value: Any) -> str | None:
-    """Why `value` is not a valid `ObjectiveConfig.<name>` on its own, or None when it is.
-
-    Checks choices and ranges only (types are the config loader's job; None is "off" for the
-    optional fields); checks between fields are in `ObjectiveConfig.__post_init__`.
-
-    >>> field_error("eps_low", 1.0), field_error("eps_low", 0.1), field_error("policy_loss", "ppo")
-    ('must be in [0, 1), got 1.0', None, "'ppo' is not one of ['cispo', 'clip', 'gspo', 'gspo_token']")
+    >>> resolve("grpo", {"beta": 0.0, "eps_high": None}).beta
+    0.0
+    >>> resolve("grpo", {"eps_low": 1.0})
+    Traceback (most recent call last):
+    ValueError: eps_low: Input should be less than 1
     """
-    if name in _CHOICES and value not in _CHOICES[name]:
-        return f"{value!r} is not one of {_CHOICES[name]}"
-    if name in _RANGES and value is not None:
-        ok, msg = _RANGES[name]
-        if not ok(value):
-            return f"{msg}, got {value}"
-    return None
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return ObjectiveConfig.model_validate({**PRESETS[preset].model_dump(), **given})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{where}: {msg}" if where else msg) from None
 
 
 PRESETS: dict[str, ObjectiveConfig] = {
     # DeepSeekMath GRPO: std-scaled group advantages, per-sequence token mean, beta 0.04 with k3.
-    "grpo": ObjectiveConfig("group", "seq_mean_token_mean", eps_low=0.2, eps_high=0.2, beta=0.04),
+    "grpo": ObjectiveConfig(
+        advantage_scale="group", aggregation="seq_mean_token_mean", eps_low=0.2, eps_high=0.2, beta=0.04
+    ),
     # Dr. GRPO: no std, constant max_len normaliser, no KL.
-    "dr_grpo": ObjectiveConfig("none", "seq_mean_token_sum_norm", eps_low=0.2, eps_high=0.2, beta=0.0),
+    "dr_grpo": ObjectiveConfig(
+        advantage_scale="none", aggregation="seq_mean_token_sum_norm", eps_low=0.2, eps_high=0.2, beta=0.0
+    ),
     # DAPO: clip-higher, token-level loss, dynamic sampling, soft overlong punishment, no KL.
     # The paper's buffer is 4,096 of 20,480 tokens (20%); ours is 16 tokens, 25% of a 64-token
     # budget (the embedded task's completions run ~27 tokens). Scale it to ~max_new_tokens // 5.
     "dapo": ObjectiveConfig(
-        "group",
-        "token_mean",
+        advantage_scale="group",
+        aggregation="token_mean",
         eps_low=0.2,
         eps_high=0.28,
         beta=0.0,
@@ -156,30 +129,57 @@ PRESETS: dict[str, ObjectiveConfig] = {
     ),
     # GSPO (v2, Sec. 5.1): sequence ratio clipped at 3e-4 / 4e-4, no KL, GRPO's advantages and
     # 1/G sum_i. Off-policy only: pair with num_iterations >= 2 (the paper: 4 mini-batches/rollout).
-    "gspo": ObjectiveConfig("group", "seq_mean_token_mean", eps_low=3e-4, eps_high=4e-4, beta=0.0, policy_loss="gspo"),
+    "gspo": ObjectiveConfig(
+        advantage_scale="group",
+        aggregation="seq_mean_token_mean",
+        eps_low=3e-4,
+        eps_high=4e-4,
+        beta=0.0,
+        policy_loss="gspo",
+    ),
     "gspo_token": ObjectiveConfig(
-        "group", "seq_mean_token_mean", eps_low=3e-4, eps_high=4e-4, beta=0.0, policy_loss="gspo_token"
+        advantage_scale="group",
+        aggregation="seq_mean_token_mean",
+        eps_low=3e-4,
+        eps_high=4e-4,
+        beta=0.0,
+        policy_loss="gspo_token",
     ),
     # CISPO (MiniMax-M1): clipped, stop-gradient IS weight on every token, token-level loss, no
     # KL. The paper gives no eps_high; 4.0 is ScaleRL's cap of 5 (TRL's recommended epsilon_high).
-    "cispo": ObjectiveConfig("group", "token_mean", eps_low=0.2, eps_high=4.0, beta=0.0, policy_loss="cispo"),
+    "cispo": ObjectiveConfig(
+        advantage_scale="group", aggregation="token_mean", eps_low=0.2, eps_high=4.0, beta=0.0, policy_loss="cispo"
+    ),
     # RLOO ("Back to Basics"): leave-one-out baseline, REINFORCE on the sequence log-likelihood
     # (a per-sequence token sum; the constant 1/max_len only rescales it). The paper's KL sits in
     # the reward; rlvr has no KL-in-reward, so none here (set beta for a KL loss instead).
-    "rloo": ObjectiveConfig("rloo", "seq_mean_token_sum_norm", eps_low=0.2, eps_high=0.2, beta=0.0),
+    "rloo": ObjectiveConfig(
+        advantage_scale="rloo", aggregation="seq_mean_token_sum_norm", eps_low=0.2, eps_high=0.2, beta=0.0
+    ),
     # REINFORCE++ (k = 1): global batch normalisation, PPO clip, token-level loss; the paper's
     # k1 KL-in-reward is left out (as for rloo).
-    "reinforce_pp": ObjectiveConfig("reinforce_pp", "token_mean", eps_low=0.2, eps_high=0.2, beta=0.0),
+    "reinforce_pp": ObjectiveConfig(
+        advantage_scale="reinforce_pp", aggregation="token_mean", eps_low=0.2, eps_high=0.2, beta=0.0
+    ),
     # REINFORCE++ with baseline (k > 1, reasoning tasks): group mean, batch std, k2 KL as a loss.
     "reinforce_pp_baseline": ObjectiveConfig(
-        "reinforce_pp_baseline", "token_mean", eps_low=0.2, eps_high=0.2, beta=0.001, kl_estimator="k2"
+        advantage_scale="reinforce_pp_baseline",
+        aggregation="token_mean",
+        eps_low=0.2,
+        eps_high=0.2,
+        beta=0.001,
+        kl_estimator="k2",
     ),
     # INTELLECT-2 (Sec. 4.1): two-sided clipping delta 4, eps 0.2, KL 0.001 (k3); TRL's token-level
     # default normaliser.
-    "intellect2": ObjectiveConfig("group", "token_mean", eps_low=0.2, eps_high=0.2, beta=0.001, delta=4.0),
+    "intellect2": ObjectiveConfig(
+        advantage_scale="group", aggregation="token_mean", eps_low=0.2, eps_high=0.2, beta=0.001, delta=4.0
+    ),
     # GDPO: each reward normalised in its group, weighted sum, batch whitening; otherwise GRPO
     # without KL (the paper's GRPO baseline in verl: token-level loss).
-    "gdpo": ObjectiveConfig("group", "token_mean", beta=0.0, reward_normalization="normalize_then_sum"),
+    "gdpo": ObjectiveConfig(
+        advantage_scale="group", aggregation="token_mean", beta=0.0, reward_normalization="normalize_then_sum"
+    ),
 }
 # Beyond the 80/20 Rule: DAPO with policy gradient on the top 20% highest-entropy tokens only.
-PRESETS["high_entropy"] = dataclasses.replace(PRESETS["dapo"], top_entropy_quantile=0.2)
+PRESETS["high_entropy"] = PRESETS["dapo"].model_copy(update={"top_entropy_quantile": 0.2})

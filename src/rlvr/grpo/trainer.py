@@ -61,7 +61,7 @@ class GRPOTrainer:
         e.g. sandboxed candidates in reward search; they are scored after `cfg.rewards`. Every input
         is checked before the run folder is touched; a folder holding a run is refused unless
         `overwrite` (or `resume`)."""
-        self.cfg, self.ocfg, self.progress = cfg, cfg.resolved_objective(), progress
+        self.cfg, self.ocfg, self.progress = cfg, cfg.objective_config, progress
         check_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -107,7 +107,7 @@ class GRPOTrainer:
                 "dev": {"task": cfg.task, "n": len(self.dev), "hash": problems_hash(self.dev)},
             },  # fmt: skip
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
-            objective=self.ocfg.__dict__,
+            objective=self.ocfg.model_dump(),
             prompt_format=self.fmt.fmt,
             world_size=self.dist.world,
             reward_files=self.runner.files,

@@ -1,20 +1,18 @@
-"""Run folders, owned in one place (DESIGN.md, "Runs"): every file a command writes into a run folder
-is written and read here, with one NaN policy, one error style (`FILE[:LINE]: field 'x': ...`) and a
-schema version in each JSON file.
+"""Run folders (DESIGN.md, "Runs"): the files several packages share are written and read here, with
+one NaN policy, one error style (`FILE[:LINE]: field 'x': ...`) and a schema version in each JSON file.
+A file with a single owner keeps its record beside that owner, on the same `Record` base and reader
+(`read_record`): audit.json in `rlvr.audit.result`, a search's results.json in `rlvr.search.records`,
+study.json in `rlvr.study.records`, a demo's summary.json in `rlvr.demo`.
 
     io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
     records   typed `Manifest` (manifest.json), `Sample`/`TrainSample` (samples), `RewardAudit`;
               `read_record`, the one reader behind every typed JSON file
     eval      typed `EvalResult` (eval.json), `EvalSample` (samples.jsonl rows), `JudgeSummary` (judge.json)
-    study     typed `StudyResult` (study.json) and `StudyJobResult` (one study job)
-    demo      typed `DemoSummary` (a demo's summary.json)
     metrics   typed `MetricsLog` (metrics.jsonl: rows of numbers per step) and `read_metrics`
     review    typed `ReviewStats` (a review folder's stats.json)
-    search    typed `ScreenResult` (one screening run) and `SearchResults` (results.json)
     folder    `RunDir` (a run folder being written), the checks before one is touched, the model card
 """
 
-from rlvr.runs.demo import DemoSummary
 from rlvr.runs.eval import EvalResult, JudgeSummary, Metric, ProblemResult, read_eval, read_judge
 from rlvr.runs.folder import (
     RunDir,
@@ -51,21 +49,10 @@ from rlvr.runs.records import (
     read_manifest,
     read_samples,
 )
-from rlvr.runs.study import (
-    Spread,
-    StudyComparison,
-    StudyCondition,
-    StudyJobResult,
-    StudyPooled,
-    StudyResult,
-    StudyRun,
-    read_study,
-)
 
 __all__ = [
     "Interruption",
     "DataRef",
-    "DemoSummary",
     "EvalResult",
     "JudgeSummary",
     "Manifest",
@@ -77,13 +64,6 @@ __all__ = [
     "RunFolderError",
     "SCHEMA_VERSION",
     "Sample",
-    "Spread",
-    "StudyComparison",
-    "StudyCondition",
-    "StudyJobResult",
-    "StudyPooled",
-    "StudyResult",
-    "StudyRun",
     "TrainSample",
     "append_jsonl",
     "check_out",
@@ -100,7 +80,6 @@ __all__ = [
     "read_judge",
     "read_manifest",
     "read_samples",
-    "read_study",
     "read_yaml",
     "relocated_model",
     "trained_on",

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, ValidationInfo, field_validator
 
 from rlvr.runs.io import RunFileError
-from rlvr.runs.records import _file, _Record, read_record
+from rlvr.runs.records import Record, _file, read_record
 
 __all__ = [
     "DifficultyResult",
@@ -32,7 +32,7 @@ def _count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-class Metric(_Record):
+class Metric(Record):
     """One metric of an evaluation: its value, 95% CI, k, samples per problem and token budget."""
 
     value: float | None = None
@@ -42,7 +42,7 @@ class Metric(_Record):
     tokens_per_problem: float | None = None
 
 
-class ProblemResult(_Record):
+class ProblemResult(Record):
     """One problem of an evaluation: `correct` of `n` samples, mean tokens, greedy correctness."""
 
     id: str
@@ -89,7 +89,7 @@ class ProblemResult(_Record):
         return v
 
 
-class DifficultyResult(_Record):
+class DifficultyResult(Record):
     """The problems of one gold step count in an evaluation: how many, sampled pass@1, greedy accuracy."""
 
     n_problems: int
@@ -97,7 +97,7 @@ class DifficultyResult(_Record):
     greedy: float | None = None  # unset without greedy decoding
 
 
-class FidelityBlock(_Record):
+class FidelityBlock(Record):
     """Reasoning fidelity of a set of completions (`rlvr.evaluate.fidelity`): each a mean over the
     completions; None (null in the file) where it is undefined (`valid_given_correct` with none correct)."""
 
@@ -109,14 +109,14 @@ class FidelityBlock(_Record):
     valid_given_correct: float | None
 
 
-class Fidelity(_Record):
+class Fidelity(Record):
     """`fidelity` of eval.json: over all completions, and by the gold solution's step count."""
 
     overall: FidelityBlock | None = None
     by_steps: dict[str, FidelityBlock] = {}
 
 
-class EvalResult(_Record):
+class EvalResult(Record):
     """`eval.json`: what was evaluated, how (sampling settings, budget), every metric and every problem.
     Written by `rlvr eval` (`rlvr.evaluate.evaluation`); docs/evaluation.md lists the fields."""
 
@@ -157,7 +157,7 @@ class EvalResult(_Record):
         return self.sampling[name] if name in self.sampling else getattr(self, name, None)
 
 
-class EvalSample(_Record):
+class EvalSample(Record):
     """One row of `samples.jsonl` (`samples_greedy.jsonl`) as `rlvr eval` writes it: the problem, the
     completion and its verdict. `Sample` reads it back (with the training samples' fields)."""
 
@@ -178,7 +178,7 @@ class EvalSample(_Record):
     truncated: bool
 
 
-class JudgeSummary(_Record):
+class JudgeSummary(Record):
     """`judge.json` in an evaluation folder (`rlvr judge`): the LLM judge's error categories of the
     judged completions (counts and shares), and its request, cache and failure counts."""
 
@@ -205,7 +205,7 @@ class JudgeSummary(_Record):
         return f"{', '.join(f'{c} {k}' for c, k in cats) or 'none'} ({self.n_judged} judged by {self.model})"
 
 
-class JudgedSample(_Record):
+class JudgedSample(Record):
     """One row of `judge.jsonl` (`rlvr judge`): the judged completion's sample and the judge's verdict;
     `cached` when the verdict came from the judge's cache, `error` when the request failed."""
 

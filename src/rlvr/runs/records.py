@@ -4,12 +4,15 @@ completions of `samples.jsonl` and `samples/train.jsonl` (`Sample`, `TrainSample
 records per folder kind: eval, study, demo, review, search, audit, metrics).
 
 Readers validate once, at the file, and name the file and field on bad input; everything after works
-with attributes a type checker follows. Unknown extra keys are kept (`extra="allow"`): a newer rlvr
-may add fields without breaking an older reader of the same schema version.
+with attributes a type checker follows. A `Record` is strict where it is written (`extra="forbid"`: a
+misspelt field fails in the writer) and lenient where it is read (`load_record` drops the fields this
+rlvr does not know, so a newer rlvr may add fields without breaking an older reader of the same schema
+version).
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,12 +25,14 @@ __all__ = [
     "Host",
     "Interruption",
     "Manifest",
+    "Record",
     "ModelInfo",
     "ModelPaths",
     "Paths",
     "RewardAudit",
     "Sample",
     "TrainSample",
+    "load_record",
     "read_manifest",
     "read_record",
     "read_samples",
@@ -35,11 +40,36 @@ __all__ = [
 ]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+R = TypeVar("R", bound=BaseModel)
 
 
-class DataRef(_Record):
+class Record(BaseModel):
+    """A typed record of a run file: unknown fields are refused when one is built (the writer's side);
+    `load_record` reads a file's record leniently. Records of single-owner files live beside their owner."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def load_record(model: type[R], data: Any) -> R:
+    """`data` validated as `model`, without the fields (at any depth) that `model` does not declare:
+    a file written by a newer rlvr reads; any other error is raised as pydantic's ValidationError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        unknown = [err["loc"] for err in e.errors() if err["type"] == "extra_forbidden"]
+        if not unknown or len(unknown) < e.error_count():
+            raise
+    data = copy.deepcopy(data)
+    for loc in unknown:
+        *path, key = loc
+        node = data
+        for step in path:
+            node = node[step]
+        del node[key]
+    return model.model_validate(data)
+
+
+class DataRef(Record):
     """One data split a run used: task, number of problems and the problems' hash."""
 
     task: str | None = None
@@ -48,14 +78,14 @@ class DataRef(_Record):
     skipped_long_prompts: list[str] = []  # train: ids left out because their prompt was too long
 
 
-class Host(_Record):
+class Host(Record):
     """The machine a run ran on."""
 
     platform: str | None = None
     cpus: int | None = None
 
 
-class ModelPaths(_Record):
+class ModelPaths(Record):
     """Where a run's model input was: its absolute path and its path relative to the run folder (so
     a moved or copied group of run folders still finds it)."""
 
@@ -63,21 +93,21 @@ class ModelPaths(_Record):
     from_run: str | None = None
 
 
-class Paths(_Record):
+class Paths(Record):
     """The inputs a run read from disk (`manifest.json` `paths`)."""
 
     model: ModelPaths | None = None
     base: str | None = None  # a study's base model
 
 
-class ModelInfo(_Record):
+class ModelInfo(Record):
     """The model a command loaded: its path and number of parameters."""
 
     path: str | None = None
     parameters: int | None = None
 
 
-class Interruption(_Record):
+class Interruption(Record):
     """Where a run stopped on a signal (`rlvr.interrupt`): the step its last checkpoint holds (train),
     the steps its saved model had (sft), none (an evaluation, abandoned whole)."""
 
@@ -85,7 +115,7 @@ class Interruption(_Record):
     step: int | None = None
 
 
-class Manifest(_Record):
+class Manifest(Record):
     """`manifest.json`: the command, its argv, seeds, data hashes, package versions, git commit, host,
     the resolved config, where the model input was, and whether the run finished."""
 
@@ -130,7 +160,7 @@ class Manifest(_Record):
         return ref.hash if ref is not None else None
 
 
-class Sample(_Record):
+class Sample(Record):
     """One completion of `samples.jsonl` (an evaluation) or `samples/train.jsonl` (training); fields
     either file lacks are None (docs/outputs.md lists both)."""
 
@@ -152,7 +182,7 @@ class Sample(_Record):
     reason: str | None = None  # evaluation: the verifier's reason
 
 
-class TrainSample(_Record):
+class TrainSample(Record):
     """One row of `samples/train.jsonl` as the GRPO trainer writes it: a completion of a sampled group
     with each reward's value, the total (None: unscorable), its advantage and the verifier's verdict.
     `Sample` reads it back (with the evaluation samples' fields)."""
@@ -177,13 +207,13 @@ def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:
     out = []
     for no, row in iter_jsonl(path):
         try:
-            out.append(Sample.model_validate(row))
+            out.append(load_record(Sample, row))
         except ValidationError as e:
             raise RunFileError(validation_line(Path(f"{path}:{no}"), e)) from None
     return out
 
 
-class RewardAudit(_Record):
+class RewardAudit(Record):
     """Does a reward pay for correctness? One reward over a run's training samples: its mean on correct
     and incorrect completions, its correlation with correctness and with length, and what is wrong with it
     (`flags`). Written by the audit's drift check (`rlvr.audit.drift.reward_flags`) and the search's screens."""
@@ -222,15 +252,12 @@ def _file(path: str | Path, name: str) -> Path:
     return p / name if p.is_dir() else p
 
 
-R = TypeVar("R", bound=BaseModel)
-
-
 def read_record(model: type[R], path: str | Path, name: str) -> R:
     """The JSON file `name` of a folder (or `path` itself when it is a file), validated as `model`;
     a bad file is a RunFileError naming the file and the field."""
     file = _file(path, name)
     try:
-        return model.model_validate(read_json(file))
+        return load_record(model, read_json(file))
     except ValidationError as e:
         raise RunFileError(validation_line(file, e)) from None
 

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, JsonValue, ValidationError
 
 from rlvr.runs.io import RunFileError, read_json
-from rlvr.runs.records import _Record, read_record, validation_line
+from rlvr.runs.records import Record, read_record, validation_line
 
 __all__ = [
     "Agreement",
@@ -36,7 +36,7 @@ __all__ = [
 DifficultyBasis = Literal["pass_rate", "n_steps"]  # what a slice's `difficulty` stratum was computed from
 
 
-class ReviewedEval(_Record):
+class ReviewedEval(Record):
     """The evaluation a slice was drawn from, as its `eval.json` recorded it (None where it did not);
     `export.json` and `stats.json` carry it as `eval`."""
 
@@ -48,7 +48,7 @@ class ReviewedEval(_Record):
     metrics: dict[str, JsonValue] | None = None  # copied as written: the review reads none of them
 
 
-class SliceExport(_Record):
+class SliceExport(Record):
     """`export.json`: the evaluation and seed a slice came from, its size, the verifier's count of
     correct completions over the whole evaluation (for the corrected pass@1) and the strata tallies."""
 
@@ -66,14 +66,14 @@ class SliceExport(_Record):
     samples_sha256: str
 
 
-class Estimate(_Record):
+class Estimate(Record):
     """A number and its 95% CI; both None where undefined (nothing labelled)."""
 
     value: float | None = None
     ci: list[float] | None = None
 
 
-class AgreementPair(_Record):
+class AgreementPair(Record):
     """Two reviewers (sorted names) on the items both labelled: raw agreement and Cohen's kappa."""
 
     a: str
@@ -85,7 +85,7 @@ class AgreementPair(_Record):
     reasoning_kappa: float | None = None
 
 
-class ClassifierStats(_Record):
+class ClassifierStats(Record):
     """A binary judge against people (positive = correct): confusion counts and rates."""
 
     n: int
@@ -99,13 +99,13 @@ class ClassifierStats(_Record):
     kappa: float | None = None
 
 
-class Agreement(_Record):
+class Agreement(Record):
     pairs: list[AgreementPair] = []
     answer_kappa_min: float | None = None
     items_multiply_labelled: int = 0
 
 
-class Verifiers(_Record):
+class Verifiers(Record):
     """The verifier (and a second verifier, and the process score vs reasoning validity, when the
     samples have them) against the consensus labels."""
 
@@ -114,7 +114,7 @@ class Verifiers(_Record):
     process: ClassifierStats | None = None
 
 
-class Pass1Headline(_Record):
+class Pass1Headline(Record):
     n: int
     verifier: Estimate = Estimate()
     human: Estimate = Estimate()
@@ -123,17 +123,17 @@ class Pass1Headline(_Record):
     population_verifier: float | None = None  # the verifier's pass@1 over the whole evaluation
 
 
-class StrictHeadline(_Record):
+class StrictHeadline(Record):
     n: int
     human: Estimate = Estimate()
 
 
-class Headline(_Record):
+class Headline(Record):
     pass_at_1: Pass1Headline = Field(alias="pass@1")
     strict_at_1: StrictHeadline = Field(alias="strict@1")
 
 
-class ReviewSummary(_Record):
+class ReviewSummary(Record):
     """The flat numbers the readiness audit (check 7) reads."""
 
     n_labelled: int = 0
@@ -147,12 +147,12 @@ class ReviewSummary(_Record):
     verifier_in_corrected_ci: bool | None = Field(None, alias="verifier_pass@1_in_corrected_ci")
 
 
-class StratumAgreement(_Record):
+class StratumAgreement(Record):
     n: int
     verifier_agrees: float
 
 
-class ReviewStats(_Record):
+class ReviewStats(Record):
     """`stats.json`: agreement, verifiers against people, the headline pass@1 with its human
     correction, error categories and agreement by stratum."""
 

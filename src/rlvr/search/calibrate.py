@@ -15,8 +15,8 @@ from typing import Literal
 from rlvr.config import load_config
 from rlvr.runs import write_json
 from rlvr.runs.lock import RunLock, RunLockedError
-from rlvr.runs.search import Calibration, CalibrationPoint, CalibrationRow, read_search_results
 from rlvr.search.config import SearchConfig
+from rlvr.search.records import Calibration, CalibrationPoint, CalibrationRow, read_search_results
 from rlvr.search.run import BoardRow, Log, Search
 from rlvr.search.screen import ScreenJob
 

@@ -11,6 +11,7 @@ them; integer parameters are rendered as int literals.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import dataclass
 
@@ -29,6 +30,13 @@ class Param:
     hi: float
     default: float
     integer: bool = False
+    log: bool = False  # drawn log-uniformly: a scale spanning orders of magnitude (lengths in characters)
+
+    def draw(self, u: float) -> float:
+        """The value at quantile `u` of the parameter's sampling distribution, clipped."""
+        if self.log:
+            return self.clip(math.exp(math.log(self.lo) + u * (math.log(self.hi) - math.log(self.lo))))
+        return self.clip(self.lo + u * (self.hi - self.lo))
 
     def clip(self, value: float) -> float:
         """The value clamped into [lo, hi], rounded to an int or to 3 significant decimals."""
@@ -155,7 +163,8 @@ _PRIMITIVES = [
                 over = max(0, len(text) - limit)
                 return -min(1.0, over / max(1, scale))
         """),
-        (Param("limit", 200, 2000, 600, integer=True), Param("scale", 100, 2000, 600, integer=True)),
+        # tiny-model answers run 8-50 characters, a pretrained model's hundreds: both ends must be reachable
+        (Param("limit", 16, 2000, 600, integer=True, log=True), Param("scale", 16, 2000, 600, integer=True, log=True)),
         (-1.0, 0.0),
     ),
     Primitive(

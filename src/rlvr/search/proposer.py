@@ -44,6 +44,16 @@ WEIGHT_RANGE = (0.1, 3.0)
 WEIGHT_CLOSE = 0.25  # relative weight difference under which two same-primitive candidates are near-duplicates
 PARAM_CLOSE = 0.1  # parameter difference, as a share of its range, under which parameters count as equal
 TOP_K = 3  # parents drawn from the best-ranked history entries
+# A fresh term's weight: comparable to the outcome term of the base rewards (1.0), so partial credit
+# (steps, closeness, format) can outweigh it within a group; at 0.1 it hardly moved a GRPO advantage.
+TERM_WEIGHT = (0.25, 1.5)
+
+
+def redundant(terms: Sequence[Term]) -> bool:
+    """True for a composition that is only the answer check again: the base rewards already hold the
+    outcome term, and GRPO's group normalisation makes a reweighted outcome the control up to the
+    small format term (docs/studies.md section 2b: four such candidates screened as the control)."""
+    return all(t.primitive == "answer_correct" for t in terms)
 
 
 @dataclass(frozen=True)
@@ -207,18 +217,19 @@ class OfflineProposer:
         return max(rounds, default=0 if not history else 1) + 1
 
     def _params(self, rng: random.Random, primitive: str) -> tuple[tuple[str, float], ...]:
-        return tuple((p.name, p.clip(rng.uniform(p.lo, p.hi))) for p in get_primitive(primitive).params)
+        return tuple((p.name, p.draw(rng.random())) for p in get_primitive(primitive).params)
 
     def _term(self, rng: random.Random, primitive: str) -> Term:
-        lo, hi = (1.0, 2.0) if primitive == "answer_correct" else (0.1, 1.0)
+        lo, hi = TERM_WEIGHT
         return Term(primitive, round(rng.uniform(lo, hi), 2), self._params(rng, primitive))
 
     def _fresh(self, rng: random.Random) -> list[Term]:
-        names = sorted(PRIMITIVES)
-        k = rng.randint(1, MAX_TERMS)
-        chosen = rng.sample([p for p in names if p != "answer_correct"], k)
-        if rng.random() < 0.75:  # most useful rewards check the answer; keep it in most fresh ones
-            chosen[0] = "answer_correct"
+        """1-3 shaping terms at weights comparable to the base's outcome term, and in a quarter of the
+        candidates the answer check again to rebalance them (never alone: see `redundant`)."""
+        shaping = sorted(p for p in PRIMITIVES if p != "answer_correct")
+        chosen = rng.sample(shaping, rng.randint(1, MAX_TERMS))
+        if len(chosen) < MAX_TERMS and rng.random() < 0.25:
+            chosen.insert(0, "answer_correct")
         return [self._term(rng, p) for p in chosen]
 
     def _mutate(self, rng: random.Random, terms: Sequence[Term], other: Sequence[Term] | None) -> list[Term]:
@@ -264,7 +275,7 @@ class OfflineProposer:
                 names = (name,) if other is None or set(new) <= set(terms) else (name, other[0])
             else:
                 new = self._fresh(rng)
-            if any(_near(new, s) for s in seen_terms):
+            if redundant(new) or any(_near(new, s) for s in seen_terms):
                 continue
             tag = f"r{rnd}-c{len(out):02d}"
             source = compose(new, tag)

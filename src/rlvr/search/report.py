@@ -20,7 +20,7 @@ renders with "n/a" or a sentence in their place. Run by `rlvr search` (see rlvr.
 hand: `write_report(read_search_results("OUT"), Path("OUT/search_report.html"))`.
 
 The template reads a typed view (`ReportView` and the small records below it) built from the
-`SearchResults` record (rlvr.runs.search); the plots are drawn from the record itself.
+`SearchResults` record (rlvr.search.records); the plots are drawn from the record itself.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
 
 from rlvr.runs import RewardAudit, clean  # noqa: E402
-from rlvr.runs.search import (  # noqa: E402
+from rlvr.search.records import (  # noqa: E402
     Calibration,
     CandidateResult,
     DevScores,

@@ -26,7 +26,11 @@ from pathlib import Path
 
 from rlvr.grpo.config import TrainOverrides
 from rlvr.runs import RunDir, write_json
-from rlvr.runs.search import (
+from rlvr.runs.records import load_record
+from rlvr.search.config import SearchConfig
+from rlvr.search.executor import JobDied, run_jobs
+from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
+from rlvr.search.records import (
     CandidateResult,
     ControlResult,
     DevScores,
@@ -39,9 +43,6 @@ from rlvr.runs.search import (
     SeedRun,
     SeedsResult,
 )
-from rlvr.search.config import SearchConfig
-from rlvr.search.executor import JobDied, run_jobs
-from rlvr.search.proposer import Candidate, ChatProposer, OfflineProposer, RankedResult
 from rlvr.search.screen import ScreenJob
 from rlvr.search.store import CandidateRow, Store
 
@@ -281,7 +282,7 @@ class Search:
         c, key = self.cfg, f"test/{res.key}"
         stored = self.store.get_meta(key)
         if stored is not None:
-            return DevScores.model_validate(stored)
+            return load_record(DevScores, stored)
         got = evaluate_model(Path(res.run_dir or "") / "model", "test", c.test_n, c.test_samples, task=c.task,
                              preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
         self.store.set_meta(key, got.model_dump(mode="json"))

@@ -33,7 +33,7 @@ from rlvr.grpo.config import TrainConfig, TrainOverrides
 from rlvr.rewards.combine import weighted_sum
 from rlvr.runs.lock import TREE_ENV
 from rlvr.runs.metrics import MetricsLog
-from rlvr.runs.search import DevScores, PerProblem, ScreenResult, TrainSummary
+from rlvr.search.records import DevScores, PerProblem, ScreenResult, TrainSummary
 
 __all__ = ["ScreenJob", "EnsembleReward", "run_screen", "dev_scores", "f1_score", "MAX_NONE_FRAC"]
 

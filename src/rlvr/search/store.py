@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.runs import clean
-from rlvr.runs.search import ScreenResult
+from rlvr.runs.records import load_record
 from rlvr.search.proposer import Candidate
+from rlvr.search.records import ScreenResult
 
 __all__ = ["CandidateRow", "Store", "StoredScreen"]
 
@@ -173,7 +174,7 @@ class Store:
 
     def screen(self, key: str) -> ScreenResult | None:
         row = self.db.execute("SELECT result FROM screens WHERE key = ?", (key,)).fetchone()
-        return None if row is None else ScreenResult.model_validate_json(row[0])
+        return None if row is None else load_record(ScreenResult, json.loads(row[0]))
 
     def screens(self, kind: str | None = None) -> list[StoredScreen]:
         q = "SELECT key, kind, members, steps, seed, result FROM screens"
@@ -181,6 +182,6 @@ class Store:
         if kind is not None:
             q, args = q + " WHERE kind = ?", (kind,)
         return [
-            StoredScreen(key, k, json.loads(members), steps, seed, ScreenResult.model_validate_json(result))
+            StoredScreen(key, k, json.loads(members), steps, seed, load_record(ScreenResult, json.loads(result)))
             for key, k, members, steps, seed, result in self.db.execute(q + " ORDER BY finished", args)
         ]

@@ -30,6 +30,13 @@ from rlvr.evaluate.stats import adjust_pvalues, bootstrap_ci, mcnemar
 from rlvr.runs import (
     EvalResult,
     RunFileError,
+    read_eval,
+    read_judge,
+)
+from rlvr.runs.metrics import read_metrics
+from rlvr.study.config import StudyConfig
+from rlvr.study.records import (
+    PooledPass,
     Spread,
     StudyComparison,
     StudyCondition,
@@ -37,12 +44,7 @@ from rlvr.runs import (
     StudyPooled,
     StudyResult,
     StudyRun,
-    read_eval,
-    read_judge,
 )
-from rlvr.runs.metrics import read_metrics
-from rlvr.runs.study import PooledPass
-from rlvr.study.config import StudyConfig
 
 __all__ = ["analyse", "FIDELITY_KEYS"]
 

@@ -12,8 +12,8 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from rlvr.runs import StudyResult
 from rlvr.study.analysis import FIDELITY_KEYS, fmt
+from rlvr.study.records import StudyResult
 
 __all__ = ["write_report", "comparison_rows", "result_rows"]
 

@@ -28,13 +28,12 @@ from rlvr.runs import (
     RunDir,
     RunFileError,
     RunFolderError,
-    StudyJobResult,
-    StudyResult,
     check_out,
     read_manifest,
     write_json,
 )
 from rlvr.study.config import Condition, StudyConfig
+from rlvr.study.records import StudyJobResult, StudyResult
 
 if TYPE_CHECKING:
     from rlvr.evaluate.evaluation import EvalConfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from rlvr.runs.records import RewardAudit, _Record, read_record
+from rlvr.runs.records import Record, RewardAudit, read_record
 
 __all__ = [
     "Calibration",
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class PerProblem(_Record):
+class PerProblem(Record):
     """Per problem: correct and answered samples, greedy correctness (0/1); kept for paired tests."""
 
     ids: list[str]
@@ -39,7 +39,7 @@ class PerProblem(_Record):
     greedy: list[int]
 
 
-class DevScores(_Record):
+class DevScores(Record):
     """A model on a split: sampled accuracy (pass@1) and F1 with 95% bootstrap CIs, greedy accuracy."""
 
     accuracy: float
@@ -58,7 +58,7 @@ class DevScores(_Record):
         return self.model_copy(update={"per_problem": None})
 
 
-class TrainSummary(_Record):
+class TrainSummary(Record):
     """The screening run's training, from its metrics.jsonl."""
 
     accuracy_last10: float | None = None
@@ -69,7 +69,7 @@ class TrainSummary(_Record):
     steps_run: int = 0
 
 
-class ScreenResult(_Record):
+class ScreenResult(Record):
     """One screening run: train with the job's rewards, then score on the dev split. A failed run is a
     result too (`status: failed` with its error); `retryable` marks a worker that died."""
 
@@ -93,13 +93,13 @@ class ScreenResult(_Record):
         return self.status == "done" and self.scores is not None
 
 
-class ControlResult(_Record):
+class ControlResult(Record):
     status: str | None = None
     scores: DevScores | None = None
     error: str | None = None
 
 
-class CandidateResult(_Record):
+class CandidateResult(Record):
     """A proposed candidate: its validation, and its best screening result (rank among the screened)."""
 
     rank: int | None = None
@@ -119,7 +119,7 @@ class CandidateResult(_Record):
     reward_audit: RewardAudit | None = None
 
 
-class RoundSummary(_Record):
+class RoundSummary(Record):
     round: int
     proposed: int
     accepted: int
@@ -127,7 +127,7 @@ class RoundSummary(_Record):
     best_f1: float | None = None
 
 
-class EnsembleResult(_Record):
+class EnsembleResult(Record):
     kind: str
     members: list[str]
     status: str | None = None
@@ -136,14 +136,14 @@ class EnsembleResult(_Record):
     reward_audit: RewardAudit | None = None
 
 
-class SeedRun(_Record):
+class SeedRun(Record):
     seed: int | None = None
     status: str | None = None
     scores: DevScores | None = None  # dev
     test: DevScores | None = None
 
 
-class SeedsResult(_Record):
+class SeedsResult(Record):
     """The best ensemble retrained with more seeds: dev F1 and test pass@1 per seed, mean and sd."""
 
     ensemble: str
@@ -154,7 +154,7 @@ class SeedsResult(_Record):
     test_sd: float | None = None
 
 
-class FinalTest(_Record):
+class FinalTest(Record):
     """McNemar on greedy correctness and the paired pass@1 difference, `b` against `a` (the control)."""
 
     a: str
@@ -169,7 +169,7 @@ class FinalTest(_Record):
     significant: bool | None = None
 
 
-class FinalComparison(_Record):
+class FinalComparison(Record):
     split: str = "test"
     n_problems: int
     n_samples: int
@@ -178,14 +178,14 @@ class FinalComparison(_Record):
     tests: list[FinalTest] = []
 
 
-class CalibrationRow(_Record):
+class CalibrationRow(Record):
     name: str
     short_f1: float | None = None
     full_f1: float | None = None
     full_f1_seed2: float | None = None
 
 
-class CalibrationPoint(_Record):
+class CalibrationPoint(Record):
     """One screen length of the cost curve: every calibrated candidate screened with two seeds."""
 
     steps: int
@@ -196,7 +196,7 @@ class CalibrationPoint(_Record):
     seconds: float | None = None  # mean wall seconds of one screen at this length
 
 
-class Calibration(_Record):
+class Calibration(Record):
     """`calibration.json` (`rlvr search calibrate`): does the short screen rank like the full run,
     and (with `--lengths`) how long must a screen be before two seeds agree on the ranking?"""
 
@@ -212,7 +212,7 @@ class Calibration(_Record):
     curve: list[CalibrationPoint] = []
 
 
-class SearchResults(_Record):
+class SearchResults(Record):
     """`results.json`: the config, the control, every round and candidate, the ensembles, the seeds
     check, the final test comparison and (after `rlvr search calibrate`) the calibration."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from rlvr.runs.records import _Record, read_record
+from rlvr.runs.records import Record, read_record
 
 __all__ = [
     "PooledPass",
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-class Spread(_Record):
+class Spread(Record):
     """A number over seeds: mean, sample sd (None for one seed), min and max."""
 
     mean: float | None = None
@@ -33,7 +33,7 @@ class Spread(_Record):
     max: float | None = None
 
 
-class StudyRun(_Record):
+class StudyRun(Record):
     """One condition x seed of a study: its folders, status and evaluation numbers."""
 
     seed: int
@@ -49,7 +49,7 @@ class StudyRun(_Record):
     judge: dict[str, int] | None = None
 
 
-class StudyJobResult(_Record):
+class StudyJobResult(Record):
     """What one study job (an arm x seed) did: its folders, status, training time; a failed job is a
     result too. `rlvr.study.run.run_study_job` returns it; the analysis reads it."""
 
@@ -69,13 +69,13 @@ class StudyJobResult(_Record):
     seconds: float | None = None
 
 
-class PooledPass(_Record):
+class PooledPass(Record):
     value: float
     ci: list[float]
     seeds: Spread
 
 
-class StudyPooled(_Record):
+class StudyPooled(Record):
     """A condition pooled over its seeds (docs/study.md, "Statistics")."""
 
     pass_at_1: PooledPass = Field(alias="pass@1")
@@ -85,14 +85,14 @@ class StudyPooled(_Record):
     n_seeds: int
 
 
-class StudyCondition(_Record):
+class StudyCondition(Record):
     name: str
     kind: str
     runs: list[StudyRun]
     pooled: StudyPooled | None = None
 
 
-class StudyComparison(_Record):
+class StudyComparison(Record):
     """A paired test of `condition` against `reference` on the study's shared problems."""
 
     condition: str
@@ -111,7 +111,7 @@ class StudyComparison(_Record):
     pvalue_per_seed: list[float] | None = None
 
 
-class StudyResult(_Record):
+class StudyResult(Record):
     """`study.json`: the study's config, every condition x seed, the pooled metrics, the paired
     comparisons (Holm-adjusted), learning curves per condition (train accuracy per step by seed)."""
 
