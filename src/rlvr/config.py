@@ -79,10 +79,11 @@ class Overrides(StrictModel):
         return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
 
 
-def partial_model(model: type[BaseModel], name: str) -> type[Overrides]:
+def partial_model(model: type[BaseModel], name: str, module: str | None = None) -> type[Overrides]:
     """`model` with every field optional (default None: not given), typed and constrained as there, so
     that a typo or an out-of-range value is caught where it is written. Validators of `model` that look at
-    several fields at once run when the full config is built (`load_config(model, ...)`)."""
+    several fields at once run when the full config is built (`load_config(model, ...)`). `module`: where
+    the new class is bound (default `model`'s module), so that it pickles (search workers receive it)."""
     from pydantic import create_model
 
     def optional(f: Any) -> Any:
@@ -91,7 +92,7 @@ def partial_model(model: type[BaseModel], name: str) -> type[Overrides]:
 
     fields: dict[str, Any] = {n: (optional(f), None) for n, f in model.model_fields.items()}
     doc = f"Any fields of `{model.__name__}`; those not given keep the command's defaults."
-    return create_model(name, __base__=Overrides, __module__=model.__module__, __doc__=doc, **fields)  # type: ignore[call-overload,no-any-return]
+    return create_model(name, __base__=Overrides, __module__=module or model.__module__, __doc__=doc, **fields)  # type: ignore[call-overload,no-any-return]
 
 
 def _device(v: str) -> str:

@@ -65,6 +65,20 @@ def test_overrides_are_derived_from_objective_config() -> None:
         assert load_config(TrainConfig, None, {"objective": name}).objective_config == PRESETS[name]
 
 
+def test_configs_with_objective_overrides_pickle() -> None:
+    """Search and study workers receive their configs pickled; a derived model bound in the wrong module
+    does not pickle (found by a search whose every screen failed)."""
+    import pickle
+
+    from rlvr.search.config import SearchConfig
+
+    cfg = load_config(TrainConfig, None, {"objective": "dapo", "objective_overrides": {"beta": 0.1}})
+    back = pickle.loads(pickle.dumps(cfg))
+    assert back == cfg and back.objective_config.beta == 0.1 and back.objective_config == cfg.objective_config
+    search = load_config(SearchConfig, None, {"train": {"objective_overrides": {"beta": 0.0}}})
+    assert pickle.loads(pickle.dumps(search)) == search
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [

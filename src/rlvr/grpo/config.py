@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         """Built from `ObjectiveConfig` at import (`partial_model`); mypy sees a plain model."""
 
 else:  # every ObjectiveConfig field, typed and constrained as there, optional: a new field is one edit
-    ObjectiveOverrides = partial_model(ObjectiveConfig, "ObjectiveOverrides")
+    ObjectiveOverrides = partial_model(ObjectiveConfig, "ObjectiveOverrides", __name__)
 
 
 class LoraSettings(StrictModel):
