@@ -558,3 +558,17 @@ def test_config_errors_name_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(ValueError) as e:  # pydantic's ValidationError names the field
         ObjectiveConfig(**kwargs)
     assert field in str(e.value)
+
+
+def test_entropy_watch_flags_the_blow_up_of_the_smollm2_run_once() -> None:
+    """The lr 2e-4 SmolLM2 run (docs/real-models.md): entropy about 0.6 for 75 steps, then up to 6 nats."""
+    from rlvr.grpo.health import EntropyWatch
+
+    steady = [0.70, 0.74, 0.80, 0.83, 0.61, 0.70, 0.59, 0.69, 0.60, 0.58] + [0.6, 0.8, 0.7, 1.19, 0.93] * 13
+    rise = [1.30, 1.31, 1.02, 1.32, 1.37, 1.36, 1.16, 1.51, 1.26, 2.08, 2.10, 2.36, 2.43, 2.94, 4.24, 5.3, 6.2]
+    w = EntropyWatch()
+    said = [(s, m) for s, e in enumerate(steady + rise, 1) if (m := w(s, e))]
+    # the first 10 steps average 0.68, so the limit is 1.37: 1.51 alone, then 2.08, 2.10, 2.36 in a row
+    assert len(said) == 1 and said[0][0] == len(steady) + 12
+    assert "resume from a checkpoint before step" in said[0][1]
+    assert EntropyWatch()(1, float("nan")) is None

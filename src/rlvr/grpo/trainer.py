@@ -29,6 +29,7 @@ from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
+from rlvr.grpo.health import EntropyWatch
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.interrupt import Interrupted, StopRequest
@@ -158,6 +159,7 @@ class GRPOTrainer:
         self.kl_fn = obj.resolve_kl(o.kl_estimator)
         # high-entropy token selection (Beyond the 80/20 Rule); None = every token
         self.token_quantile = o.top_entropy_quantile if o.top_entropy_quantile < 1.0 else None
+        self.entropy_watch = EntropyWatch()  # warns once when the token entropy blows up (a collapse)
 
     def _build_rollout(self) -> None:
         """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
@@ -465,6 +467,8 @@ class GRPOTrainer:
             while self.step < self.cfg.steps:
                 row = self.train_step()
                 self.run.log(row)
+                if (alarm := self.entropy_watch(self.step, row.get("train/entropy"))) and self.dist.main:
+                    warnings.warn(alarm, stacklevel=2)
                 if self.progress is not None and self.dist.main:
                     self.progress(self.step, self.cfg.steps, row)
                 if self.dist.any(stop.signum is not None):
