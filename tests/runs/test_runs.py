@@ -100,10 +100,23 @@ def test_jsonl_rows_append_and_bad_lines_name_file_and_line(tmp_path: Path) -> N
         read_jsonl(tmp_path / "none.jsonl")
 
 
-def test_manifest_reads_typed_with_extra_keys_kept(tmp_path: Path) -> None:
-    write_json(tmp_path / "manifest.json", {"command": "train", "finished": True, "wall_s": 3.5, "future": {"x": 1}})
+def test_records_are_strict_when_written_and_lenient_when_read(tmp_path: Path) -> None:
+    """A misspelt field fails in the writer; a file from a newer rlvr (an unknown field, at any depth)
+    still reads, without it; any other error still names the file and field."""
+    from pydantic import ValidationError
+
+    from rlvr.runs import Manifest
+
+    with pytest.raises(ValidationError, match="wal_s"):
+        Manifest(command="train", wal_s=3.5)  # type: ignore[call-arg]
+    newer = {"command": "train", "finished": True, "wall_s": 3.5, "future": {"x": 1}, "host": {"cpus": 2, "gpu": "h"}}
+    write_json(tmp_path / "manifest.json", newer)
     m = read_manifest(tmp_path)
-    assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.model_extra == {"future": {"x": 1}}
+    assert m.command == "train" and m.finished and m.wall_s == 3.5 and m.host.cpus == 2
+    assert "future" not in m.model_dump() and "gpu" not in m.host.model_dump()
+    write_json(tmp_path / "manifest.json", {**newer, "wall_s": "long"})
+    with pytest.raises(RunFileError, match=r"manifest.json: field 'wall_s'"):
+        read_manifest(tmp_path)
     assert clean({1: {2}}) == {"1": [2]}
 
 
@@ -127,7 +140,7 @@ def test_samples_read_typed_and_a_bad_row_names_file_line_and_field(tmp_path: Pa
             {"problem_id": "p1", "completion": "5", "correct": False, "tokens": 3, "gold": "4", "x": 1}]  # fmt: skip
     path = write_jsonl(tmp_path / "samples.jsonl", rows)
     got = read_samples(path)
-    assert got[0].rewards == {"outcome": 1.0} and got[1].gold == "4" and got[1].model_extra == {"x": 1}
+    assert got[0].rewards == {"outcome": 1.0} and got[1].gold == "4" and "x" not in got[1].model_dump()
     assert read_samples(tmp_path / "none.jsonl", missing_ok=True) == []
     write_jsonl(path, [rows[0], {**rows[1], "tokens": "many"}])
     with pytest.raises(RunFileError, match=r"samples.jsonl:2: field 'tokens': "):

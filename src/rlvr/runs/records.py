@@ -52,20 +52,23 @@ class Record(BaseModel):
 
 def load_record(model: type[R], data: Any) -> R:
     """`data` validated as `model`, without the fields (at any depth) that `model` does not declare:
-    a file written by a newer rlvr reads; any other error is raised as pydantic's ValidationError."""
+    a file written by a newer rlvr reads; any other error is raised as pydantic's ValidationError
+    (naming the real problem, not an unknown field beside it)."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
         unknown = [err["loc"] for err in e.errors() if err["type"] == "extra_forbidden"]
-        if not unknown or len(unknown) < e.error_count():
+        if not unknown:
             raise
     data = copy.deepcopy(data)
-    for loc in unknown:
-        *path, key = loc
+    for *path, key in unknown:
         node = data
-        for step in path:
-            node = node[step]
-        del node[key]
+        try:  # a union member's name in `loc` is no key of the data: leave that field for the error
+            for step in path:
+                node = node[step]
+            del node[key]
+        except (KeyError, IndexError, TypeError):
+            continue
     return model.model_validate(data)
 
 
