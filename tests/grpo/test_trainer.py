@@ -283,3 +283,26 @@ def test_resume_skips_a_torn_checkpoint_and_an_interrupted_write(tiny_model_dir:
         resumed = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "r", steps=4, save_every=2, eval_every=0), resume=True)
     assert resumed.step == 2
     assert [r["step"] for r in _metrics(run)] == [1, 2]
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0])
+def test_update_scores_the_distribution_the_rollouts_were_sampled_from(tiny_model_dir: Path, tmp_path: Path,
+                                                                        temperature: float) -> None:
+    """The update's log-probs are of softmax(logits / T), the sampling distribution: the entropy the
+    trainer computes from its logits equals the one the sampler recorded while drawing each completion
+    (an independent code path). Before the fix the trainer scored softmax(logits) at any T."""
+    from rlvr.grpo import objective as obj
+    from rlvr.grpo.rollout import collect
+
+    cfg = _cfg(tiny_model_dir, tmp_path / "t", sampling={"max_new_tokens": 10, "temperature": temperature})
+    t = GRPOTrainer(cfg)
+    ro = collect(t.model, t.tok, t.fmt, t._next_problems, t.runner, t.cfg, t.ocfg, t.advantage_fn, t.gen, t.dist,
+                 t.sampler)  # fmt: skip
+    rows = [i for i in range(len(ro.tokens)) if ro.tokens[i]]
+    with torch.no_grad():
+        for idx, b in t._micro_batches(ro, rows):
+            ent = obj.entropy_from_logits(t._logits(t.model, b))  # (mb, Lc)
+            mine = ((ent * b.mask).sum(-1) / b.mask.sum(-1)).tolist()
+            theirs = [ro.entropy[i] for i in idx.tolist()]
+            assert mine == pytest.approx(theirs, abs=1e-4)
+    t.run.close()

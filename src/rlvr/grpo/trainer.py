@@ -224,10 +224,13 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ update
     def _logits(self, model, batch) -> torch.Tensor:
-        """Completion logits in float32 (the forward under bf16 autocast when `bf16` is on). (B, Lc, V)"""
+        """Completion logits in float32 (the forward under bf16 autocast when `bf16` is on), divided by the
+        sampling temperature: the log-probs, entropies and KL are of the distribution the rollouts were
+        drawn from, as in TRL and verl (at T != 1 the raw logits' gradient is not the policy gradient of
+        what was sampled). (B, Lc, V)"""
         with autocast(model, self.cfg.bf16):
             logits = completion_logits(model, batch)
-        return logits.float()
+        return logits.float() / self.cfg.sampling.temperature
 
     def _ref_logp(self, batch) -> torch.Tensor:
         with torch.no_grad():
