@@ -286,8 +286,9 @@ def test_resume_skips_a_torn_checkpoint_and_an_interrupted_write(tiny_model_dir:
 
 
 @pytest.mark.parametrize("temperature", [0.5, 1.0])
-def test_update_scores_the_distribution_the_rollouts_were_sampled_from(tiny_model_dir: Path, tmp_path: Path,
-                                                                        temperature: float) -> None:
+def test_update_scores_the_distribution_the_rollouts_were_sampled_from(
+    tiny_model_dir: Path, tmp_path: Path, temperature: float
+) -> None:
     """The update's log-probs are of softmax(logits / T), the sampling distribution: the entropy the
     trainer computes from its logits equals the one the sampler recorded while drawing each completion
     (an independent code path). Before the fix the trainer scored softmax(logits) at any T."""
@@ -296,8 +297,9 @@ def test_update_scores_the_distribution_the_rollouts_were_sampled_from(tiny_mode
 
     cfg = _cfg(tiny_model_dir, tmp_path / "t", sampling={"max_new_tokens": 10, "temperature": temperature})
     t = GRPOTrainer(cfg)
-    ro = collect(t.model, t.tok, t.fmt, t._next_problems, t.runner, t.cfg, t.ocfg, t.advantage_fn, t.gen, t.dist,
-                 t.sampler)  # fmt: skip
+    ro = collect(
+        t.model, t.tok, t.fmt, t._next_problems, t.runner, t.cfg, t.ocfg, t.advantage_fn, t.gen, t.dist, t.sampler
+    )
     rows = [i for i in range(len(ro.tokens)) if ro.tokens[i]]
     with torch.no_grad():
         for idx, b in t._micro_batches(ro, rows):

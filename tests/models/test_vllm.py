@@ -58,20 +58,27 @@ def tiny_prompts() -> list[str]:
     return [format_prompt(p.question) for p in load_task("arith", "test", n=4)]
 
 
-def trainer_logprobs(model, prompt_ids: Sequence[Sequence[int]], comps: VLLMCompletions, pad_id: int) -> list:
-    """The trainer's log-probs of each completion's tokens: `pack` + `completion_logits` + `token_logprobs`."""
+def trainer_logprobs(
+    model, prompt_ids: Sequence[Sequence[int]], comps: VLLMCompletions, pad_id: int, temperature: float = 1.0
+) -> list:
+    """The trainer's log-probs of each completion's tokens: `pack` + `completion_logits` / T + `token_logprobs`."""
     prompts = [prompt_ids[i] for i in comps.prompt_index]
     packed = pack(prompts, comps.tokens, pad_id)
     with torch.no_grad():
-        logp = token_logprobs(completion_logits(model, packed).float(), packed.targets)
+        logp = token_logprobs(completion_logits(model, packed).float() / temperature, packed.targets)
     return [logp[i, : len(t)].tolist() for i, t in enumerate(comps.tokens)]
 
 
-def max_logp_diff(model, prompt_ids, comps: VLLMCompletions, pad_id: int) -> float:
-    """max |trainer log-prob - vLLM log-prob| over all completion tokens."""
-    ref = trainer_logprobs(model, prompt_ids, comps, pad_id)
+def logp_diffs(model, prompt_ids, comps: VLLMCompletions, pad_id: int, temperature: float = 1.0) -> list[float]:
+    """vLLM log-prob - trainer log-prob, over all completion tokens."""
+    ref = trainer_logprobs(model, prompt_ids, comps, pad_id, temperature)
     assert [len(r) for r in ref] == [len(v) for v in comps.logprobs] == comps.lengths
-    return max(abs(a - b) for r, v in zip(ref, comps.logprobs, strict=True) for a, b in zip(r, v, strict=True))
+    return [b - a for r, v in zip(ref, comps.logprobs, strict=True) for a, b in zip(r, v, strict=True)]
+
+
+def max_logp_diff(model, prompt_ids, comps: VLLMCompletions, pad_id: int, temperature: float = 1.0) -> float:
+    """max |trainer log-prob - vLLM log-prob| over all completion tokens."""
+    return max(abs(d) for d in logp_diffs(model, prompt_ids, comps, pad_id, temperature))
 
 
 def assert_same_greedy(engine: VLLMEngine, model, tok, prompts: list[str], max_new: int, stop_ids) -> VLLMCompletions:
@@ -96,13 +103,20 @@ def test_tiny_greedy_matches_rlvr_and_logprobs_match_the_trainer(tiny, tiny_prom
     greedy = assert_same_greedy(engine, model, tok, tiny_prompts, 24, eos)
     ids = encode_prompts(tok, tiny_prompts)
     assert max_logp_diff(model, ids, greedy, tok.pad_token_id) < TINY_ATOL
-    # sampled at T=1.3, top-p 0.9: the log-probs are still the raw (unscaled) ones the trainer computes
+    # sampled at T=1.3: the log-probs are of the logits / T, what the trainer scores
     hot = engine.generate(
-        ids, 3, SamplingConfig(max_new_tokens=24, temperature=1.3, top_p=0.9), stop_ids=eos, seed=5, tokenizer=tok
+        ids, 3, SamplingConfig(max_new_tokens=24, temperature=1.3), stop_ids=eos, seed=5, tokenizer=tok
     )
     assert hot.prompt_index == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3] and hot.entropy is None
-    assert max_logp_diff(model, ids, hot, tok.pad_token_id) < TINY_ATOL
+    assert max_logp_diff(model, ids, hot, tok.pad_token_id, 1.3) < TINY_ATOL
+    assert max_logp_diff(model, ids, hot, tok.pad_token_id) > 10 * TINY_ATOL  # not the unscaled ones
     assert hot.texts == tok.batch_decode(hot.tokens, skip_special_tokens=True)
+    # with top-p 0.9 vLLM renormalises over the nucleus it drew from: never below the full distribution's
+    nucleus = engine.generate(
+        ids, 3, SamplingConfig(max_new_tokens=24, temperature=1.3, top_p=0.9), stop_ids=eos, seed=5, tokenizer=tok
+    )
+    gaps = logp_diffs(model, ids, nucleus, tok.pad_token_id, 1.3)
+    assert min(gaps) > -TINY_ATOL and max(gaps) > 10 * TINY_ATOL
 
 
 def test_stop_ids_stop_strings_truncation_and_seeds(tiny, tiny_prompts) -> None:
@@ -200,8 +214,10 @@ def test_smollm2_greedy_matches_rlvr_and_logprobs_match_the_trainer(smol) -> Non
     greedy = assert_same_greedy(engine, model, tok, prompts, 32, end)
     ids = encode_prompts(tok, prompts)
     assert max_logp_diff(model, ids, greedy, tok.pad_token_id) < REAL_ATOL
-    hot = engine.generate(ids, 2, SamplingConfig(max_new_tokens=32), stop_ids=end, seed=3, tokenizer=tok)
-    assert max_logp_diff(model, ids, hot, tok.pad_token_id) < REAL_ATOL
+    hot = engine.generate(
+        ids, 2, SamplingConfig(max_new_tokens=32, temperature=0.7), stop_ids=end, seed=3, tokenizer=tok
+    )
+    assert max_logp_diff(model, ids, hot, tok.pad_token_id, 0.7) < REAL_ATOL
 
 
 def test_grpo_with_vllm_rollouts_syncs_every_step(tiny_dir: Path, tmp_path: Path) -> None:

