@@ -490,11 +490,19 @@ def audit(
 def verify(
     file: Annotated[Path, typer.Argument(help="JSONL with `completion` and `gold` (or GSM8K-style `answer`).")],
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
+    task: Annotated[
+        str, typer.Option(help="The task whose verifier decides: arith, gsm8k, a registered one.")
+    ] = "arith",
 ) -> None:
     """Verify completions: each line comes back with `correct`, `parsed` and `reason` added."""
     from rlvr.rewards.columns import gold_answer
+    from rlvr.tasks import DataError, get_task
     from rlvr.textfile import TextFileError, read_text
-    from rlvr.verify import verify_answer
+
+    try:
+        verify = get_task(task).verify
+    except DataError as e:
+        fail(str(e))
 
     rows = []
     try:
@@ -513,7 +521,7 @@ def verify(
         gold = row.get("gold", row.get("answer"))
         if not isinstance(gold, str | int | float) or isinstance(gold, bool):
             fail(f"{file}:{i}: field 'gold': missing (give 'gold' or a GSM8K-style 'answer')")
-        v = verify_answer(row["completion"], gold_answer(gold))
+        v = verify(row["completion"], gold_answer(gold))
         rows.append({**row, "correct": v.correct, "parsed": v.parsed, "reason": v.reason})
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     if out is None:

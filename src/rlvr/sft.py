@@ -36,7 +36,16 @@ from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
 from rlvr.models.tiny import TinyConfig, build_tiny_model, build_tokenizer
 from rlvr.runs import Interruption, RunDir, check_out, check_space
-from rlvr.tasks import DataError, Problem, PromptFormatter, format_prompt, format_target, load_task, problems_hash
+from rlvr.tasks import (
+    DataError,
+    Problem,
+    PromptFormatter,
+    format_prompt,
+    format_target,
+    get_task,
+    problems_hash,
+    replay,
+)
 
 __all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
 
@@ -168,7 +177,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     torch.manual_seed(cfg.seed)
     check_device(cfg.device)
     check_out(cfg.out, overwrite=overwrite, reads=[] if cfg.model == "tiny" else [cfg.model])
-    problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+    load = get_task(cfg.task).load_args("train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+    problems = replay(load)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")
     tok, model = _build_model(cfg, problems)
@@ -179,7 +189,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     run = RunDir(cfg.out, cfg, command="sft", overwrite=overwrite)
     run.write_manifest(
         seeds={"sft": cfg.seed},
-        data={"train": {"task": cfg.task, "n": len(problems), "hash": problems_hash(problems)}},
+        data={"train": {"task": cfg.task, "n": len(problems), "hash": problems_hash(problems), "load": load}},
         model={"parameters": sum(p.numel() for p in model.parameters())},
         prompt_format=fmt.fmt,
     )

@@ -222,8 +222,9 @@ def _fake_rounds(monkeypatch, signal: list[list[bool]]):
         for p, ok in zip(probs, flags, strict=True):
             total = torch.tensor([1.0, 0.0] * (g // 2)) if ok else torch.ones(g)
             groups.append(rollout.Group(problem=p, tokens=[[5, 2]] * g, texts=["x"] * g, truncated=[False] * g,
-                                        entropy=[1.0] * g, rollout_logp=None, rewards={"outcome": total.tolist()},
-                                        total=total, components=total[None], weights=[1.0]))  # fmt: skip
+                                        correct=[False] * g, entropy=[1.0] * g, rollout_logp=None,
+                                        rewards={"outcome": total.tolist()}, total=total, components=total[None],
+                                        weights=[1.0]))  # fmt: skip
         return groups, torch.tensor(flags), 0.0, type("S", (), {"seconds": 0.0, "errors": {"outcome": 0}})()
 
     monkeypatch.setattr(rollout, "_sample_round", fake_round)

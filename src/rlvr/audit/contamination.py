@@ -17,7 +17,7 @@ most of their 8-grams, so the n-gram rule finds them.
 Templated data (the synthetic `arith` task) shares template phrases by construction: most of an arith
 test question's 8-grams occur in training although the question itself never does. For such data
 the n-gram rule says nothing about items, and the audit judges exact duplicates instead, plus the
-task's own construction (`arith_construction`): test/dev questions hash into their own split, and
+task's own construction (`Task.construction`): test/dev questions hash into their own split, and
 holdout questions use templates training never sees.
 """
 
@@ -26,14 +26,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 __all__ = [
-    "Construction",
     "ContaminationReport",
     "Example",
     "TrainIndex",
-    "arith_construction",
     "build_index",
     "contamination_report",
     "masked",
@@ -74,18 +71,6 @@ class ContaminationReport:
     template_share: float
     overlaps: list[float]
     examples: list[Example]
-
-
-@dataclass(frozen=True)
-class Construction:
-    """Whether a synthetic task's split rule holds for an evaluation set (arith: test/dev questions
-    hash into their own split; holdout questions use templates training never uses)."""
-
-    rule: str
-    ok: bool
-    violations: list[str] = field(default_factory=list)
-    templates: list[str] | None = None  # holdout: its templates and training's
-    train_templates: list[str] | None = None
 
 
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
@@ -214,28 +199,3 @@ def contamination_report(
         overlaps=[round(r.overlap, 4) for r in rows],
         examples=examples,
     )
-
-
-def arith_construction(problems: Sequence[Any], split: str) -> Construction:
-    """Check the arith task's construction for evaluation problems (re-created `Problem`s).
-
-    test/dev: every question hashes into its own split (`rlvr.tasks.arith.split_of`), so no test
-    or dev question can be a training question. holdout: every problem's template is one training
-    never uses.
-    """
-    from rlvr.tasks import arith, load_task
-
-    if split in ("test", "dev"):
-        wrong = [p.id for p in problems if arith.split_of(p.question) != split]
-        return Construction(f"every question hashes into split {split!r}", not wrong, wrong[:5])
-    if split == "holdout":
-        train_templates = {p.meta.get("template") for p in load_task("arith", "train", n=2000)}
-        wrong = [p.id for p in problems if p.meta.get("template") in train_templates]
-        return Construction(
-            "holdout templates are disjoint from training templates",
-            not wrong,
-            wrong[:5],
-            sorted({str(p.meta.get("template")) for p in problems}),
-            sorted(str(t) for t in train_templates),
-        )
-    return Construction("n/a", True)

@@ -12,7 +12,8 @@ import numpy as np
 
 from rlvr.audit.runs import EvalRun, TrainRun, eval_pairs
 from rlvr.evaluate.compare import paired_tests
-from rlvr.tasks import Problem, load_task, problems_hash
+from rlvr.runs.records import Manifest
+from rlvr.tasks import DataError, Problem, Task, get_task, problems_hash, replay
 
 __all__ = ["AuditContext", "GreedyChange", "LoadedProblems", "PairedChange", "paired_change"]
 
@@ -53,12 +54,18 @@ class LoadedProblems:
         return self.error is None and self.expected_hash is not None and self.expected_hash == self.actual_hash
 
 
-def _load(task: Any, split: str, n: Any, seed: Any, preset: Any, expected: str | None) -> LoadedProblems:
+def _load(
+    manifest: Manifest, split: str, config: dict[str, Any], task: Any, n: Any, expected: str | None
+) -> LoadedProblems:
+    """The problems a run loaded for `split`: its manifest's load arguments replayed; a run written
+    before they were recorded (2026-12-06) has them rebuilt from its config."""
+    ref = manifest.data.get(split)
+    args = ref.load if ref is not None and ref.load else None
+    if args is None:
+        seed, preset = int(config.get("seed") or 0), config.get("preset") or "easy"
+        args = {"task": str(task), "split": split, "n": None if n is None else int(n), "seed": seed, "preset": preset}
     try:
-        probs = load_task(
-            str(task), split,  # type: ignore[arg-type]
-            n=int(n) if n is not None else None, seed=int(seed or 0), preset=str(preset or "easy"), allow_holdout=True,
-        )  # fmt: skip
+        probs = replay(args, allow_holdout=True)
     except Exception as e:  # a missing data file, an unknown task: the check reports it
         return LoadedProblems([], expected, None, f"{type(e).__name__}: {e}")
     return LoadedProblems(probs, expected, problems_hash(probs))
@@ -101,6 +108,14 @@ class AuditContext:
     max_golds: int = 200
 
     @functools.cached_property
+    def task(self) -> Task | None:
+        """The run's task (its verifier, whether it is synthetic); None when it cannot be found."""
+        try:
+            return get_task(str(self.run.config.get("task", "arith")))
+        except DataError:
+            return None
+
+    @functools.cached_property
     def pairs(self) -> list[tuple[EvalRun, EvalRun]]:
         return eval_pairs(self.evals)
 
@@ -117,21 +132,21 @@ class AuditContext:
     @functools.cached_property
     def train_problems(self) -> LoadedProblems:
         c = self.run.config
-        expected = self.run.manifest.data_hash("train")
-        return _load(c.get("task"), "train", c.get("n_train"), c.get("seed"), c.get("preset"), expected)
+        m = self.run.manifest
+        return _load(m, "train", c, c.get("task"), c.get("n_train"), m.data_hash("train"))
 
     @functools.cached_property
     def dev_problems(self) -> LoadedProblems | None:
         c = self.run.config
         if not c.get("eval_every"):
             return None
-        expected = self.run.manifest.data_hash("dev")
-        return _load(c.get("task"), "dev", c.get("eval_n"), c.get("seed"), c.get("preset"), expected)
+        m = self.run.manifest
+        return _load(m, "dev", c, c.get("task"), c.get("eval_n"), m.data_hash("dev"))
 
     def eval_problems(self, ev: EvalRun) -> LoadedProblems:
         c = ev.config
         expected = ev.result.data_hash or ev.manifest.data_hash(ev.split)
-        return _load(c.get("task", ev.task), ev.split, c.get("n_problems"), c.get("seed"), c.get("preset"), expected)
+        return _load(ev.manifest, ev.split, c, c.get("task", ev.task), c.get("n_problems"), expected)
 
     def eval_items(self, ev: EvalRun) -> tuple[list[tuple[str, str]], str]:
         """`(id, question)` of the problems an evaluation scored, and where they came from:

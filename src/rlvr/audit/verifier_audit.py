@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import ConfigDict
 
 from rlvr.audit.result import Record
-from rlvr.verify import format_number, parse_number, verify_answer
+from rlvr.verify import Verdict, format_number, parse_number, verify_answer
 
 __all__ = ["Probe", "audit_verifier", "make_probes", "number_words", "probes_for", "second_verifier"]
 
@@ -310,7 +310,7 @@ def _second(
 def audit_verifier(
     golds: Iterable[str],
     *,
-    verify: Callable[[str, str], bool] | None = None,
+    verify: Callable[[str, str], bool | Verdict] | None = None,
     use_second: bool = True,
     max_golds: int = 200,
     max_second: int = 400,
@@ -318,13 +318,14 @@ def audit_verifier(
 ) -> VerifierEvidence:
     """Recall, specificity and adversarial rejection of the verifier on probes of `golds`.
 
-    `verify(completion, gold) -> accepted` defaults to `rlvr.verify.verify_answer(...).correct`.
+    `verify(completion, gold)` returns a `Verdict` (a task's verifier) or a bool; it defaults to
+    `rlvr.verify.verify_answer`.
     Returns the three rates, per-form counts, failing examples (form, completion, gold, verdict) and,
     when a second verifier is installed and `use_second`, its disagreement with ours.
     """
-    accept = verify or (lambda c, g: verify_answer(c, g).correct)
     probes = make_probes(golds, max_golds)
-    ours = [bool(accept(p.completion, p.gold)) for p in probes]
+    verdicts = [(verify or verify_answer)(p.completion, p.gold) for p in probes]
+    ours = [v.correct if isinstance(v, Verdict) else bool(v) for v in verdicts]
     ok = [o == p.should_accept for p, o in zip(probes, ours, strict=True)]
     by_kind = {
         k: [o for p, o in zip(probes, ok, strict=True) if p.kind == k] for k in ("equivalent", "wrong", "adversarial")
@@ -332,12 +333,12 @@ def audit_verifier(
     forms: Counter[tuple[str, str]] = Counter()
     misses: Counter[tuple[str, str]] = Counter()
     failures: list[ProbeFailure] = []
-    for p, o, good in zip(probes, ours, ok, strict=True):
+    for p, o, good, v in zip(probes, ours, ok, verdicts, strict=True):
         forms[(p.kind, p.form)] += 1
         if not good:
             misses[(p.kind, p.form)] += 1
             if sum(1 for f in failures if f.form == p.form) < 2 and len(failures) < max_examples:
-                reason = verify_answer(p.completion, p.gold).reason
+                reason = v.reason if isinstance(v, Verdict) else verify_answer(p.completion, p.gold).reason
                 failures.append(ProbeFailure(**asdict(p), accepted=o, reason=reason))
     second = second_verifier() if use_second else None
     return VerifierEvidence(

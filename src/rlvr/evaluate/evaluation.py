@@ -41,7 +41,7 @@ from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runs import EvalResult, Interruption, Metric, ProblemResult, RunDir, check_out
 from rlvr.runs.eval import DifficultyResult, EvalSample
-from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
+from rlvr.tasks import DataError, Problem, PromptFormatter, get_task, problems_hash, replay
 
 __all__ = ["EvalConfig", "run_eval"]
 
@@ -203,7 +203,9 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     if model is None:
         tok, model = load_tokenizer(path), load_model(path, dtype=cfg.dtype, device=cfg.device)
     # evaluation may read the private holdout; training and selection never can (HoldoutError)
-    problems = load_task(cfg.task, cfg.split, n=cfg.n_problems, seed=cfg.seed, preset=cfg.preset, allow_holdout=True)
+    task = get_task(cfg.task)
+    load = task.load_args(cfg.split, n=cfg.n_problems, seed=cfg.seed, preset=cfg.preset)
+    problems = replay(load, allow_holdout=True)
     if not problems:
         raise DataError(f"{cfg.task}: no problems in split {cfg.split!r}")
     data_hash = problems_hash(problems)
@@ -213,14 +215,12 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     _refuse_long_prompts(problems, prompts, tok, prompt_token_limit(model, s), cfg.task)
     sampler = make_sampler(cfg.rollout, model, path, device=cfg.device, dtype=cfg.dtype, seed=cfg.seed)
     run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
-    run.write_manifest(
-        seeds={"sampling": cfg.seed}, data={cfg.split: {"task": cfg.task, "n": len(problems), "hash": data_hash}},
-        prompt_format=fmt.fmt,
-    )  # fmt: skip
+    ref = {"task": cfg.task, "n": len(problems), "hash": data_hash, "load": load}
+    run.write_manifest(seeds={"sampling": cfg.seed}, data={cfg.split: ref}, prompt_format=fmt.fmt)
     t0 = time.perf_counter()
     sample_kw = functools.partial(
         sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
-        sampler=sampler,
+        sampler=sampler, verify=task.verify,
     )  # fmt: skip
     rerun = " ".join(["rlvr", "eval", "--config", str(run.path / "config.yaml"), "--overwrite"])
     try:

@@ -27,8 +27,7 @@ from rlvr.models.decoding import fast_decoder_supported
 from rlvr.models.engines import Sampler
 from rlvr.models.sampling import encode_prompts
 from rlvr.runs.records import TrainSample
-from rlvr.tasks import Problem, PromptFormatter
-from rlvr.verify import verify_answer
+from rlvr.tasks import Problem, PromptFormatter, get_task
 
 __all__ = ["Rollout", "collect"]
 
@@ -42,6 +41,7 @@ class Rollout:
     tokens: list[list[int]]
     texts: list[str]
     truncated: list[bool]
+    correct: list[bool]  # (P*G,) the task's verdict on each completion's final answer
     entropy: list[float]  # (P*G,) mean per-token entropy of the sampling distribution (NaN: not reported)
     rewards: dict[str, list[float | None]]
     total: torch.Tensor  # (P*G,) shaped total reward, NaN where unscorable
@@ -50,11 +50,13 @@ class Rollout:
     rollout_logp: list[list[float]] | None = None  # (P*G,) per token: the rollout engine's log-probs (vLLM)
 
 
-def _columns(problems: list[Problem], g: int, fmt: PromptFormatter) -> dict[str, list[Any]]:
+def _columns(problems: list[Problem], g: int, fmt: PromptFormatter, task: str) -> dict[str, list[Any]]:
     """Dataset columns in TRL's convention, repeated for each of the G completions: `prompts` are the
-    problem's messages when it came from a conversational dataset, else the prompt text."""
+    problem's messages when it came from a conversational dataset, else the prompt text; `task` names
+    the task, whose verifier the outcome reward asks."""
     rep = [p for p in problems for _ in range(g)]
     return {
+        "task": [task] * len(rep),
         "prompts": [list(p.messages) if p.messages else fmt.prompt(p) for p in rep],
         "answer": [p.answer for p in rep],
         "steps": [p.steps for p in rep],
@@ -110,6 +112,7 @@ class Group:
     tokens: list[list[int]]
     texts: list[str]
     truncated: list[bool]
+    correct: list[bool]
     entropy: list[Any]
     rollout_logp: list[Any] | None  # the engine's log-probs of its tokens (vLLM), else None
     rewards: dict[str, list[float | None]]  # each reward's values
@@ -127,7 +130,9 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     texts: list[Any] = [
         [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
     ]
-    scored = runner.score(texts, _columns(probs, g, fmt))
+    scored = runner.score(texts, _columns(probs, g, fmt, cfg.task))
+    verify = get_task(cfg.task).verify
+    correct = [verify(t, probs[i // g].answer).correct for i, t in enumerate(comp.texts)]
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
     # each reward's own values, for normalisations that treat them apart (GDPO): (K, n*G)
     parts = [[math.nan if v is None else v for v in scored.values[name]] for name in runner.names]
@@ -148,6 +153,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 tokens=[comp.tokens[i] for i in rows],
                 texts=[comp.texts[i] for i in rows],
                 truncated=[comp.truncated[i] for i in rows],
+                correct=[correct[i] for i in rows],
                 entropy=[comp.entropy[i] for i in rows],
                 rollout_logp=[rollout_logp[i] for i in rows] if rollout_logp is not None else None,
                 rewards={k: [v[i] for i in rows] for k, v in scored.values.items()},
@@ -222,6 +228,7 @@ def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], ad
         tokens=[t for k in kept for t in k.tokens],
         texts=[t for k in kept for t in k.texts],
         truncated=[t for k in kept for t in k.truncated],
+        correct=[c for k in kept for c in k.correct],
         entropy=[e for k in kept for e in k.entropy],
         rollout_logp=[x for k in kept for x in k.rollout_logp or []] if kept[0].rollout_logp is not None else None,
         rewards={name: [v for k in kept for v in k.rewards[name]] for name in names},
@@ -233,8 +240,7 @@ def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], ad
 
 def rollout_metrics(ro: Rollout, g: int) -> dict[str, float]:
     """A step's `train/` and `reward/` metrics of the rollout (docs/metrics.md)."""
-    correct = np.array([verify_answer(t, ro.problems[i // g].answer).correct for i, t in enumerate(ro.texts)])
-    correct = correct.astype(bool)
+    correct = np.array(ro.correct, dtype=bool)
     lengths = np.array([len(t) for t in ro.tokens], dtype=np.float64)
     out: dict[str, float] = {
         "train/accuracy": float(correct.mean()),
@@ -269,7 +275,7 @@ def sample_rows(ro: Rollout, step: int, g: int) -> list[TrainSample]:
             rewards={k: v[i] for k, v in ro.rewards.items()},
             total=None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
             advantage=float(ro.advantages[i]),
-            correct=verify_answer(text, ro.problems[i // g].answer).correct,
+            correct=ro.correct[i],
         )
         for i, text in enumerate(ro.texts)
     ]

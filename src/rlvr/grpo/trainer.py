@@ -48,7 +48,7 @@ from rlvr.runs import (
     read_manifest,
     write_model_card,
 )
-from rlvr.tasks import DataError, Problem, PromptFormatter, load_task, problems_hash
+from rlvr.tasks import DataError, Problem, PromptFormatter, get_task, problems_hash, replay
 
 __all__ = ["GRPOTrainer"]
 
@@ -81,8 +81,12 @@ class GRPOTrainer:
         self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         self._resolve_objective()
-        self.problems = load_task(cfg.task, "train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
-        self.dev = load_task(cfg.task, "dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset) if cfg.eval_every else []
+        self.task = get_task(cfg.task)
+        self.loads = {"train": self.task.load_args("train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)}
+        if cfg.eval_every:
+            self.loads["dev"] = self.task.load_args("dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset)
+        self.problems = replay(self.loads["train"])
+        self.dev = replay(self.loads["dev"]) if cfg.eval_every else []
         self.skipped_long = self._drop_long_prompts()
         if not self.problems:
             raise DataError(f"{cfg.task}: no training problems")
@@ -104,8 +108,14 @@ class GRPOTrainer:
                     "n": len(self.problems),
                     "hash": problems_hash(self.problems),
                     "skipped_long_prompts": self.skipped_long,
+                    "load": self.loads["train"],
                 },
-                "dev": {"task": cfg.task, "n": len(self.dev), "hash": problems_hash(self.dev)},
+                "dev": {
+                    "task": cfg.task,
+                    "n": len(self.dev),
+                    "hash": problems_hash(self.dev),
+                    "load": self.loads.get("dev"),
+                },
             },  # fmt: skip
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.model_dump(),
@@ -410,6 +420,7 @@ class GRPOTrainer:
             formatter=self.fmt,
             seed=self.cfg.seed + 7919 * self.step,
             bf16=self.cfg.bf16,
+            verify=self.task.verify,
         )
         greedy = score(n=1, greedy=True)
         sampled = score(n=self.cfg.eval_samples)

@@ -73,12 +73,15 @@ def load_record(model: type[R], data: Any) -> R:
 
 
 class DataRef(Record):
-    """One data split a run used: task, number of problems and the problems' hash."""
+    """One data split a run used: task, number of problems, the problems' hash, and the exact load
+    arguments (`rlvr.tasks.Task.load_args`: task, split, n, seed and the task's own settings), which
+    the audit replays."""
 
     task: str | None = None
     n: int | None = None
     hash: str | None = None
     skipped_long_prompts: list[str] = []  # train: ids left out because their prompt was too long
+    load: dict[str, Any] | None = None
 
 
 class Host(Record):

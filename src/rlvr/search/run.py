@@ -45,6 +45,7 @@ from rlvr.search.records import (
 )
 from rlvr.search.screen import ScreenJob
 from rlvr.search.store import CandidateRow, Store
+from rlvr.tasks import task_names
 
 __all__ = ["BoardRow", "run_search", "make_proposer", "rank_key", "SearchError", "Search"]
 
@@ -99,8 +100,9 @@ class Search:
         self.out = Path(cfg.out).resolve()  # absolute: screens may run in other processes or on Ray nodes
         if not resume and (self.out / "search.db").exists():
             raise FileExistsError(f"{self.out}: a search is already there; pass --resume or another --out")
-        if cfg.task not in ("arith", "gsm8k"):
-            raise ValueError(f"task {cfg.task!r}: reward search needs a task with train/dev/test splits (arith, gsm8k)")
+        if cfg.task not in task_names():
+            known = ", ".join(task_names())
+            raise ValueError(f"task {cfg.task!r}: reward search needs a registered task with train/dev/test ({known})")
         self.proposer = make_proposer(cfg)  # fails here, before any training, on a bad proposer setup
         if resume:
             Store(self.out / "search.db").close()  # a damaged store is refused before the folder is touched

@@ -135,15 +135,17 @@ def evaluate_model(
 
     from rlvr.evaluate.runner import sample_and_score
     from rlvr.models.load import load_model, load_tokenizer
-    from rlvr.tasks import PromptFormatter, load_task
+    from rlvr.tasks import PromptFormatter, get_task
 
     if threads:
         torch.set_num_threads(threads)
-    problems = load_task(task, split, n=n_problems, seed=0, preset=preset, allow_holdout=False)
+    problems = get_task(task).load(split, n=n_problems, seed=0, preset=preset)
     model, tok = load_model(model_dir), load_tokenizer(model_dir)
     s = sampling or SamplingConfig()
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
-    score = functools.partial(sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=seed)
+    score = functools.partial(
+        sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=seed, verify=get_task(task).verify
+    )
     sampled = score(n=n_samples)  # at the run's own temperature
     greedy = score(n=1, greedy=True)
     answered = np.array([[p is not None for p in row] for row in sampled.parsed], dtype=bool)

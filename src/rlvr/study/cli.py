@@ -49,6 +49,7 @@ def study_command(
     from rlvr.interrupt import Interrupted
     from rlvr.study import QUICK, STUDY_PRESETS, StudyConfig, run_study
     from rlvr.study.report import comparison_rows, result_rows
+    from rlvr.tasks import get_task, task_names
 
     seed_list = None
     if seeds is not None:
@@ -70,8 +71,8 @@ def study_command(
         base: dict[str, Any] = {"conditions": STUDY_PRESETS[preset]} if preset else {}
         if quick:
             base.update(QUICK)
-            if task not in (None, "arith"):
-                base["steps"] = 2
+            if task is not None and task in task_names() and not get_task(task).templated:
+                base["steps"] = 2  # a real task's problems are long: fewer steps keep --quick quick
         cfg = load_config(StudyConfig, config, flags, base=base)
     try:
         result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=_log)

@@ -9,19 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rlvr.verify.steps import Step
+
 __all__ = ["Problem", "Step", "parse_gsm8k_solution", "GoldFormatError"]
-
-
-@dataclass(frozen=True)
-class Step:
-    """One calculator annotation `<<expr=result>>` of a GSM8K-style solution.
-
-    >>> Step("48/2", "24")
-    Step(expr='48/2', result='24')
-    """
-
-    expr: str
-    result: str
 
 
 @dataclass(frozen=True)

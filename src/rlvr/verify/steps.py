@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rlvr.tasks.problem import Step
 from rlvr.verify.numbers import format_number, parse_number
 
 __all__ = [
@@ -23,6 +22,7 @@ __all__ = [
     "MAX_EXPR",
     "MAX_STEPS",
     "ParsedStep",
+    "Step",
     "check_step",
     "evaluate_expr",
     "match_steps",
@@ -33,6 +33,19 @@ MAX_EXPR = 512  # longer expressions are not evaluated
 MAX_STEPS = 256  # steps returned by `parse_steps`
 MAX_EQUALS = 4096  # plain "=" signs `parse_steps` examines
 _MAX_DEPTH = 40  # nesting of parentheses and unary signs
+
+
+@dataclass(frozen=True)
+class Step:
+    """One calculator annotation `<<expr=result>>` of a GSM8K-style solution (a gold step; tasks
+    attach them to each `Problem`, `rlvr.tasks.Step` is this class).
+
+    >>> Step("48/2", "24")
+    Step(expr='48/2', result='24')
+    """
+
+    expr: str
+    result: str
 
 _NUMBER = r"[$€£]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _ANNOTATION = re.compile(rf"<<(?P<expr>[^<>=]{{0,{MAX_EXPR}}})=(?P<result>[^<>]{{0,64}})>>")

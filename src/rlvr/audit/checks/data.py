@@ -9,17 +9,11 @@ from typing import Any
 from pydantic import model_serializer
 
 from rlvr.audit import plots
-from rlvr.audit.contamination import (
-    Construction,
-    ContaminationReport,
-    TrainIndex,
-    arith_construction,
-    build_index,
-    contamination_report,
-)
+from rlvr.audit.contamination import ContaminationReport, TrainIndex, build_index, contamination_report
 from rlvr.audit.context import AuditContext, PairedChange
 from rlvr.audit.result import CheckResult, Record, Status, check, fmt, table, worst
 from rlvr.audit.runs import EvalRun
+from rlvr.tasks import Construction, DataError, get_task
 
 __all__ = ["ContaminationEvidence", "HoldoutEvidence", "check_contamination", "check_holdout"]
 
@@ -98,7 +92,6 @@ class HoldoutEvidence(Record):
 
 
 CONTAMINATED_DATASET = 0.02  # more than this share of an evaluation set flagged: the set is contaminated
-TEMPLATED_TASKS = ("arith",)  # synthetic tasks whose questions share template phrases by construction
 TEMPLATE_DETECT = 0.5  # a set whose items mostly match a training question with numbers masked is templated
 _SPLIT_ORDER = {"test": 0, "holdout": 1, "dev": 2}
 TEMPLATED_NOTE = (
@@ -110,6 +103,14 @@ TEMPLATED_NOTE = (
 
 
 # ------------------------------------------------------------------ 4. contamination
+def _templated(task: str) -> bool:
+    """Whether the task's questions share template phrases by construction (`Task.templated`)."""
+    try:
+        return get_task(task).templated
+    except DataError:
+        return False
+
+
 def _judge(rep: ContaminationReport, task: str, split: str) -> tuple[Status, list[str]]:
     n, notes = rep.n_items, []
     status: Status = "pass"
@@ -121,7 +122,7 @@ def _judge(rep: ContaminationReport, task: str, split: str) -> tuple[Status, lis
         notes.append(f"{split}: {rep.exact_items} of {n} items appear verbatim in training")
     if rep.ngram_share > CONTAMINATED_DATASET:
         share = f"{rep.ngram_share:.0%} of items share > {rep.item_threshold:.0%} of their 8-grams with training"
-        if task in TEMPLATED_TASKS:
+        if _templated(task):
             notes.append(f"{split}: {share}: template phrases shared by construction; judged on whole items")
         elif rep.template_share >= TEMPLATE_DETECT:
             status = worst([status, "warn"])
@@ -149,13 +150,12 @@ def _one_set(
     rep = contamination_report(index, items, max_examples=3)
     status, notes = _judge(rep, task, label)
     construction = None
-    if task == "arith" and ev is not None:
+    if ev is not None and _templated(task):
         loaded = ctx.eval_problems(ev)
-        if loaded.verified:
-            construction = arith_construction(loaded.problems, ev.split)
-            if not construction.ok:
-                status = "fail"
-                notes.append(f"{label}: arith construction violated: {construction.rule}")
+        construction = get_task(task).construction(loaded.problems, ev.split) if loaded.verified else None
+        if construction is not None and not construction.ok:
+            status = "fail"
+            notes.append(f"{label}: {task} construction violated: {construction.rule}")
     entry = SetEntry(set=label, source=source, eval=str(ev.path) if ev else None, task=task, report=rep,
                      construction=construction)  # fmt: skip
     return status, entry, notes
@@ -220,7 +220,7 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
         "template match",
         "disjoint by construction",
     ]
-    templated = sorted({e.task for e in entries if e.task in TEMPLATED_TASKS})
+    templated = sorted({e.task for e in entries if e.task and _templated(e.task)})
     evid = ContaminationEvidence(
         n_train=len(train.problems), train_hash_verified=train.verified, sets=entries, notes=notes,
         thresholds={"item": 0.5, "dataset": CONTAMINATED_DATASET, "ngram": 8},
@@ -296,8 +296,8 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
         return CheckResult("holdout", "fail", "; ".join(problems), ev, tables=tables)
     if not hold:
         hint = (
-            "gsm8k has no private holdout: evaluate a JSONL of your own"
-            if ctx.run.config.get("task") == "gsm8k"
+            f"{ctx.task.name} has no private holdout: evaluate a JSONL of your own"
+            if ctx.task is not None and not ctx.task.holdout
             else "rlvr eval --split holdout"
         )
         return CheckResult(

@@ -190,7 +190,8 @@ def check_verifier(ctx: AuditContext) -> CheckResult:
     if not golds:
         ev = VerifierEvidence(source=source)
         return CheckResult("verifier", "warn", "no gold answers found to build probes from", ev)
-    res = audit_verifier(golds, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
+    verify = ctx.task.verify if ctx.task is not None else None  # None: rlvr.verify.verify_answer
+    res = audit_verifier(golds, verify=verify, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
     res.source, res.thresholds = source, VERIFIER_THRESHOLDS
     rates = {"recall": res.recall, "specificity": res.specificity, "rejection": res.rejection}
     status = worst([_rate_status(k, rates[k]) for k in VERIFIER_THRESHOLDS])
