@@ -58,7 +58,8 @@ class SFTConfig(StrictModel):
     model: str = "tiny"
     tiny: TinyConfig = TinyConfig()
     task: str = "arith"
-    preset: str = "easy"
+    preset: str = "easy"  # the arith rung (a task setting, kept at the top for the embedded default)
+    task_settings: dict[str, str | int | float | bool] = {}  # the task's own load settings (docs/tasks.md)
     n_train: int = Field(20000, ge=1, le=1_000_000)
     # share of SFT targets that state only the final line (`#### N`), the rest the worked chain: a
     # base that mixes two strategies of unequal accuracy, for RL to choose between (docs/embedded.md)
@@ -177,7 +178,9 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     torch.manual_seed(cfg.seed)
     check_device(cfg.device)
     check_out(cfg.out, overwrite=overwrite, reads=[] if cfg.model == "tiny" else [cfg.model])
-    load = get_task(cfg.task).load_args("train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)
+    load = get_task(cfg.task).load_args(
+        "train", n=cfg.n_train, seed=cfg.seed, **{"preset": cfg.preset, **cfg.task_settings}
+    )
     problems = replay(load)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")

@@ -52,7 +52,8 @@ class TrainConfig(StrictModel):
 
     model: str = "runs/base/model"
     task: str = "arith"
-    preset: str = "easy"
+    preset: str = "easy"  # the arith rung (a task setting, kept at the top for the embedded default)
+    task_settings: dict[str, str | int | float | bool] = {}  # the task's own load settings (docs/tasks.md)
     n_train: int = Field(20000, ge=1, le=1_000_000)
     seed: Seed = 0
     objective: PresetName = "grpo"

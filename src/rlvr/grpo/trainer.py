@@ -81,10 +81,10 @@ class GRPOTrainer:
         self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
         self._resolve_objective()
-        self.task = get_task(cfg.task)
-        self.loads = {"train": self.task.load_args("train", n=cfg.n_train, seed=cfg.seed, preset=cfg.preset)}
+        self.task, settings = get_task(cfg.task), {"preset": cfg.preset, **cfg.task_settings}
+        self.loads = {"train": self.task.load_args("train", n=cfg.n_train, seed=cfg.seed, **settings)}
         if cfg.eval_every:
-            self.loads["dev"] = self.task.load_args("dev", n=cfg.eval_n, seed=cfg.seed, preset=cfg.preset)
+            self.loads["dev"] = self.task.load_args("dev", n=cfg.eval_n, seed=cfg.seed, **settings)
         self.problems = replay(self.loads["train"])
         self.dev = replay(self.loads["dev"]) if cfg.eval_every else []
         self.skipped_long = self._drop_long_prompts()
