@@ -45,10 +45,23 @@ class Sampler:
         self.engine, self.vllm = engine, vllm
 
     def sample(
-        self, model, tok, prompts: Sequence[str], n: int, sampling: SamplingConfig, *, end_ids: Sequence[int],
-        greedy: bool = False, generator: torch.Generator | None = None, seed: int = 0, row_offset: int = 0,
-        total_rows: int | None = None, entropy: bool = False, bf16: bool = False, chunk_size: int = 128,
-    ) -> Completions:  # fmt: skip
+        self,
+        model,
+        tok,
+        prompts: Sequence[str] | Sequence[Sequence[int]],
+        n: int,
+        sampling: SamplingConfig,
+        *,
+        end_ids: Sequence[int],
+        greedy: bool = False,
+        generator: torch.Generator | None = None,
+        seed: int = 0,
+        row_offset: int = 0,
+        total_rows: int | None = None,
+        entropy: bool = False,
+        bf16: bool = False,
+        chunk_size: int = 128,
+    ) -> Completions:
         """`n` completions per prompt with `sampling`, passed whole to the engine (`greedy`: argmax). The
         local engines draw as `rlvr.models.sampling.sample` does; vLLM seeds its requests from the same
         stream (`generator`, else `seed`), so every rank's stream stays in step."""

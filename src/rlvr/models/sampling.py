@@ -48,9 +48,10 @@ class Completions:
         return [len(t) for t in self.tokens]
 
 
-def encode_prompts(tokenizer, prompts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each prompt, without special tokens added."""
-    return [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+def encode_prompts(tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]]) -> list[list[int]]:
+    """Token ids of each prompt, without special tokens added; a prompt given as token ids is kept as
+    it is (token-in/token-out: a multi-turn conversation is never decoded and re-encoded)."""
+    return [list(p) if not isinstance(p, str) else tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
 
 
 def prompt_token_limit(model, sampling: SamplingConfig) -> int | None:
@@ -191,7 +192,7 @@ def _entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def sample(
     model,
     tokenizer,
-    prompts: Sequence[str],
+    prompts: Sequence[str] | Sequence[Sequence[int]],
     n: int = 1,
     sampling: SamplingConfig | None = None,
     *,

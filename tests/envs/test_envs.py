@@ -1,0 +1,241 @@
+"""rlvr.envs: tools from typed functions, tool-call parsing, failures as messages, the environment
+protocol in TRL's convention, and token-in/token-out rollouts on SmolLM2's template and on a
+Qwen-style template with tools."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.config import SamplingConfig
+from rlvr.envs import (
+    Conversation,
+    EnvLimits,
+    call_tool,
+    env_tools,
+    parse_tool_calls,
+    run_conversations,
+    tool_schema,
+)
+from rlvr.models.sampling import Completions
+
+QWEN_STYLE = Path(__file__).resolve().parents[1] / "data" / "qwen_style_tools.jinja"
+
+
+class Calculator:
+    """An environment written in TRL's `environment_factory` convention, nothing rlvr-specific."""
+
+    def reset(self, **row) -> str | None:
+        self.calls, self.question = 0, row["question"]
+        return row.get("hint")
+
+    def multiply(self, a: float, b: float) -> float:
+        """Multiply two numbers.
+
+        Args:
+            a: the first factor
+            b: the second factor
+        """
+        self.calls += 1
+        return a * b
+
+    def fail(self, x: int) -> int:
+        """Always fails.
+
+        Args:
+            x: anything
+        """
+        raise RuntimeError("boom")
+
+    def slow(self) -> str:
+        """Takes its time."""
+        time.sleep(3)
+        return "late"
+
+    def get_reward(self) -> float:
+        return float(self.calls > 0)
+
+
+def _call(name: str, args: str) -> str:
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n</tool_call>'
+
+
+def test_tools_are_the_public_methods_with_schemas() -> None:
+    env = Calculator()
+    assert sorted(env_tools(env)) == ["fail", "multiply", "slow"]
+    s = tool_schema(env_tools(env)["multiply"])["function"]
+    assert s["name"] == "multiply" and s["parameters"]["properties"]["a"] == {
+        "type": "number",
+        "description": "the first factor",
+    }
+
+
+def test_parsing_hermes_and_llama3_json() -> None:
+    two = parse_tool_calls(_call("multiply", '{"a": 3, "b": 4}') + " then " + _call("fail", '"{\\"x\\": 1}"'))
+    assert [(c.name, c.arguments, c.error) for c in two] == [
+        ("multiply", {"a": 3, "b": 4}, None),
+        ("fail", {"x": 1}, None),
+    ]
+    assert [c.id for c in two] == ["call_0", "call_1"]
+    assert parse_tool_calls("The answer is 12.") == []
+    assert parse_tool_calls("<tool_call>{oops}</tool_call>")[0].error.startswith("not valid JSON")
+    assert parse_tool_calls('<tool_call>{"name": "multiply"')[0].error == "<tool_call> without </tool_call>"
+    assert parse_tool_calls('<tool_call>["multiply"]</tool_call>')[0].error.startswith("a tool call is a JSON object")
+    llama = parse_tool_calls('<|python_tag|>{"name": "multiply", "parameters": {"a": 2, "b": 5}}', "llama3_json")
+    assert [(c.name, c.arguments) for c in llama] == [("multiply", {"a": 2, "b": 5})]
+    assert parse_tool_calls("It is 10.", "llama3_json") == []
+
+
+def test_every_failure_of_a_call_is_a_message_to_the_model() -> None:
+    env = Calculator()
+    env.reset(question="q")
+    tools = env_tools(env)
+    results = {
+        kind: call_tool(tools, parse_tool_calls(text)[0], timeout_s=0.3)
+        for kind, text in {
+            "ok": _call("multiply", '{"a": "3", "b": 4}'),  # "3" converts to a number, as the schema says
+            "malformed": "<tool_call>{</tool_call>",
+            "unknown_tool": _call("divide", "{}"),
+            "missing": _call("multiply", '{"a": 3}'),
+            "wrong_type": _call("multiply", '{"a": "three", "b": 4}'),
+            "exception": _call("fail", '{"x": 1}'),
+            "timeout": _call("slow", "{}"),
+        }.items()
+    }
+    assert results["ok"].content == "12.0" and results["ok"].error is None
+    assert {k: r.error for k, r in results.items() if k != "ok"} == {
+        "malformed": "malformed", "unknown_tool": "unknown_tool", "missing": "bad_arguments",
+        "wrong_type": "bad_arguments", "exception": "exception", "timeout": "timeout",
+    }  # fmt: skip
+    assert "unknown tool 'divide' (tools: fail, multiply, slow)" in results["unknown_tool"].content
+    assert results["exception"].content == "Error: RuntimeError: boom"
+    assert all(r.content.startswith("Error: ") for k, r in results.items() if k != "ok")
+
+
+def test_a_trl_style_environment_runs_unchanged() -> None:
+    env = Calculator()
+    row = {"question": "What is 3 times 4?", "hint": "Use the tools."}
+    c = Conversation.start(env, row, [{"role": "user", "content": row["question"]}], EnvLimits(max_turns=3))
+    assert c.messages[0]["content"] == "What is 3 times 4?\n\nUse the tools."  # reset's text joins the prompt
+    obs = c.step(_call("multiply", '{"a": 3, "b": 4}') + _call("nope", "{}"))
+    assert obs == [
+        {"role": "tool", "name": "multiply", "content": "12.0"},
+        {"role": "tool", "name": "nope", "content": "Error: unknown tool 'nope' (tools: fail, multiply, slow)"},
+    ]
+    assert c.step("The answer is 12.") is None and c.done and c.ended_by == "answer"
+    assert (c.turns, c.tool_calls, c.valid_calls, dict(c.errors)) == (2, 2, 1, {"unknown_tool": 1})
+    assert env.get_reward() == 1.0 and [m["role"] for m in c.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+
+    short = Conversation.start(Calculator(), row, [{"role": "user", "content": "q"}], EnvLimits(max_turns=1))
+    assert short.step(_call("multiply", '{"a": 1, "b": 1}')) is None and short.ended_by == "max_turns"
+    capped = Conversation.start(Calculator(), row, [{"role": "user", "content": "q"}], EnvLimits(max_tool_calls=1))
+    out = capped.step(_call("multiply", '{"a": 1, "b": 2}') * 2)
+    assert [m["content"] for m in out] == ["2.0", "Error: tool call limit reached; answer now"]
+
+
+class ScriptedSampler:
+    """Stands in for an engine: returns the scripted turns in order and records each prompt it got."""
+
+    def __init__(self, turns: list[list[int]]) -> None:
+        self.turns, self.prompts = list(turns), []
+
+    def sample(self, model, tok, prompts, n, sampling, *, end_ids, **kw) -> Completions:
+        self.prompts += [list(p) for p in prompts]
+        toks = [self.turns.pop(0)[: sampling.max_new_tokens] for _ in prompts]
+        ends = set(end_ids)
+        return Completions(list(range(len(prompts))), toks, tok.batch_decode(toks, skip_special_tokens=True),
+                           [not t or t[-1] not in ends for t in toks], [0.5] * len(toks))  # fmt: skip
+
+
+def _tokenizer(real_model_dir: Path, template: str | None):
+    from rlvr.models.load import load_tokenizer
+
+    tok = load_tokenizer(real_model_dir)
+    if template is not None:
+        tok.chat_template = Path(template).read_text()
+    return tok
+
+
+@pytest.mark.parametrize("template", [None, str(QWEN_STYLE)], ids=["smollm2", "qwen-style-tools"])
+def test_the_trained_sequence_is_what_the_engine_saw(real_model_dir: Path, template: str | None) -> None:
+    tok = _tokenizer(real_model_dir, template)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    answer = enc(" ans") + enc("wer")  # " answer" the way a model may sample it: two tokens, not the canonical one
+    assert enc(" answer") != answer
+    turn1, turn2 = enc(_call("multiply", '{"a": 3, "b": 4}')) + [end], enc("The") + answer + enc(" is 12") + [end]
+    engine = ScriptedSampler([turn1, turn2])
+    row = {"question": "What is 3 times 4?"}
+    c = Conversation.start(Calculator(), row, [{"role": "user", "content": row["question"]}], EnvLimits())
+    (t,) = run_conversations(None, tok, [c], SamplingConfig(max_new_tokens=64), end_ids=[end], sampler=engine,
+                             keep_engine_inputs=True)  # fmt: skip
+    (a, b), (c2, d) = t.turns
+    assert t.ids[a:b] == turn1 and t.ids[c2:d] == turn2  # the sampled ids, never re-encoded (" ans", "wer" stay)
+    assert t.mask == [1] * len(turn1) + [0] * (c2 - b) + [1] * len(turn2) and d == len(t.ids)
+    assert engine.prompts == [t.prompt_ids, t.prompt_ids + t.ids[:c2]] == t.engine_inputs
+    obs = tok.decode(t.ids[b:c2])
+    assert obs.startswith("\n<|im_start|>") and obs.endswith("<|im_start|>assistant\n")  # the newline after <|im_end|>
+    assert "12.0" in obs and c.ended_by == "answer" and not t.truncated
+    if template is not None:
+        assert "<tools>" in tok.decode(t.prompt_ids) and "<tool_response>\n12.0\n</tool_response>" in obs
+    # with canonical tokens, the sequence is the template's own rendering of the conversation
+    plain = [{k: v for k, v in m.items() if k != "tool_calls"} for m in c.messages]
+    rendered = enc(tok.apply_chat_template(plain, tools=c.schemas(), tokenize=False))
+    canonical = t.prompt_ids + t.ids[:c2] + enc("The answer is 12") + [end]
+    assert rendered[: len(canonical)] == canonical and tok.decode(rendered[len(canonical) :]) == "\n"
+
+
+def test_turn_limits_and_budget_end_conversations(real_model_dir: Path) -> None:
+    tok = _tokenizer(real_model_dir, None)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    call = tok(_call("multiply", '{"a": 3, "b": 4}'), add_special_tokens=False)["input_ids"] + [end]
+    msgs = [{"role": "user", "content": "q"}]
+    cut = Conversation.start(Calculator(), {"question": "q"}, msgs, EnvLimits(max_turn_tokens=5))
+    budget = Conversation.start(Calculator(), {"question": "q"}, msgs, EnvLimits(max_total_tokens=len(call) + 3))
+    cut_t, budget_t = run_conversations(None, tok, [cut, budget], SamplingConfig(), end_ids=[end],
+                                        sampler=ScriptedSampler([call, call]))  # fmt: skip
+    assert cut.ended_by == "truncated" and cut_t.truncated and cut_t.ids == call[:5] and cut_t.mask == [1] * 5
+    assert budget.ended_by == "budget" and budget_t.truncated and budget_t.ids == call  # no room for the observation
+
+
+def test_real_sampling_smollm2_keeps_every_sampled_token(real_model_dir: Path) -> None:
+    """The fast decoder on SmolLM2, two conversations, tool results fed back: each turn's prompt is the
+    sequence so far and each turn's ids are the engine's own."""
+    from rlvr.models.engines import Sampler
+    from rlvr.models.load import load_model
+
+    tok, model = _tokenizer(real_model_dir, str(QWEN_STYLE)), load_model(real_model_dir)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    seen: list[tuple[list[list[int]], list[list[int]]]] = []
+
+    class Recording(Sampler):
+        def sample(self, model, tok, prompts, n, sampling, **kw):
+            out = super().sample(model, tok, prompts, n, sampling, **kw)
+            seen.append(([list(p) for p in prompts], [list(x) for x in out.tokens]))
+            return out
+
+    class Echo(Calculator):  # every turn gets an observation, so both turns run
+        def reset(self, **row):
+            super().reset(**row)
+
+    convs = [
+        Conversation.start(Echo(), {"question": q}, [{"role": "user", "content": q}], EnvLimits(max_turns=2))
+        for q in ("Use multiply for 3 times 4.", "What is 6 times 7? Call the tool.")
+    ]
+    trajs = run_conversations(model, tok, convs, SamplingConfig(max_new_tokens=24, temperature=1.0),
+                              end_ids=[end, tok.eos_token_id], sampler=Recording("fast"), seed=3)  # fmt: skip
+    for k, t in enumerate(trajs):
+        for j, (a, b) in enumerate(t.turns):
+            prompts, outs = seen[j]
+            row = [i for i in range(len(trajs)) if len(trajs[i].turns) > j].index(k)  # call j's rows: the live ones
+            assert prompts[row] == t.prompt_ids + t.ids[:a]
+            assert t.ids[a:b] == outs[row][: b - a]
+        assert sum(t.mask) == sum(b - a for a, b in t.turns)
