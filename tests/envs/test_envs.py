@@ -1,13 +1,15 @@
 """rlvr.envs: tools from typed functions, tool-call parsing, failures as messages, the environment
-protocol in TRL's convention, and token-in/token-out rollouts on SmolLM2's template and on a
-Qwen-style template with tools."""
+protocol in TRL's convention, token-in/token-out rollouts on SmolLM2's template and on a Qwen-style
+template with tools, and GRPO over whole conversations trained on the model's tokens only."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from rlvr.config import SamplingConfig
 from rlvr.envs import (
@@ -239,3 +241,87 @@ def test_real_sampling_smollm2_keeps_every_sampled_token(real_model_dir: Path) -
             assert prompts[row] == t.prompt_ids + t.ids[:a]
             assert t.ids[a:b] == outs[row][: b - a]
         assert sum(t.mask) == sum(b - a for a, b in t.turns)
+
+
+ENV = '''
+class Calculator:
+    def reset(self, **row):
+        self.calls = 0
+        self.answer = row["answer"]
+
+    def multiply(self, a: float, b: float) -> float:
+        """Multiply two numbers.
+
+        Args:
+            a: the first factor
+            b: the second factor
+        """
+        self.calls += 1
+        return a * b
+
+    def get_reward(self) -> float:
+        return float(self.calls > 0)
+'''
+
+
+def test_grpo_trains_on_model_tokens_of_whole_conversations(real_model_dir: Path, tmp_path: Path) -> None:
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TrainConfig
+    from rlvr.grpo.trainer import GRPOTrainer
+
+    (tmp_path / "calc.py").write_text(ENV)
+    cfg = load_config(TrainConfig, None, {
+        "model": str(real_model_dir), "out": str(tmp_path / "run"), "task": "arith", "preset": "small", "n_train": 8,
+        "steps": 1, "prompts_per_step": 2, "group_size": 2, "sampling": {"prompt_format": "chat", "max_new_tokens": 48},
+        "eval_every": 0, "save_every": 0, "threads": 2, "lr": 1e-5, "lora": {"r": 4, "alpha": 8},
+        "rewards": [{"name": "outcome"}, {"name": "env_reward", "weight": 0.5}],
+        "env": {"factory": f"{tmp_path / 'calc.py'}:Calculator", "limits": {"max_turns": 2, "max_total_tokens": 200}},
+    })  # fmt: skip
+    tr = GRPOTrainer(cfg)
+    tok = tr.tok
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    gold = tr.problems[0].answer
+    call, right, wrong = (
+        enc(_call("multiply", '{"a": 2, "b": 3}')) + [end],
+        enc(f"#### {gold}") + [end],
+        enc("#### -1") + [end],
+    )
+    # turn 1 of the 4 conversations (2 problems x G=2), then turn 2 of the two that called the tool
+    tr.sampler = ScriptedSampler([call, wrong, call, right, right, wrong])
+    seen = {}
+    update = tr.update
+
+    def spy(ro):
+        seen["ro"] = ro
+        seen["batches"] = tr._micro_batches(ro, list(range(len(ro.tokens))))
+        return update(ro)
+
+    tr.update = spy
+    row = tr.train_step()
+    ro = seen["ro"]
+    assert [len(m) for m in ro.messages] == [3, 1, 3, 1]  # assistant, tool, assistant | assistant
+    assert ro.messages[0][1] == {"role": "tool", "name": "multiply", "content": "6.0"}
+    assert ro.rewards["env_reward"] == [1.0, 0.0, 1.0, 0.0]
+    for idx, b in seen["batches"]:
+        for r, i in enumerate(idx.tolist()):
+            assert b.mask[r, : len(ro.tokens[i])].tolist() == ro.loss_mask[i]  # 0 over every environment token
+            assert b.mask[r, len(ro.tokens[i]) :].sum() == 0
+    assert ro.loss_mask[0].count(0) > 5 and ro.loss_mask[1] == [1] * len(ro.tokens[1])
+    assert row["env/tool_calls"] == 0.5 and row["env/valid_call_frac"] == 1.0 and row["env/tool_use_frac"] == 0.5
+    assert row["env/env_tokens"] > 0 and torch.isfinite(torch.tensor(row["train/loss"]))
+    tr.run.close()
+    rows = [json.loads(x) for x in (tmp_path / "run" / "samples" / "train.jsonl").read_text().splitlines()]
+    assert rows[0]["messages"][1]["content"] == "6.0" and rows[1]["messages"][0]["role"] == "assistant"
+
+
+def test_env_configs_are_checked_when_read(tmp_path: Path) -> None:
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TrainConfig
+
+    with pytest.raises(ValueError, match="give FILE.py:CLASS or MODULE:CLASS"):
+        load_config(TrainConfig, None, {"env": {"factory": "nocolon"}, "eval_every": 0})
+    with pytest.raises(ValueError, match="no such file"):
+        load_config(TrainConfig, None, {"env": {"factory": "missing.py:Env"}, "eval_every": 0})
+    with pytest.raises(ValueError, match="set eval_every: 0"):
+        load_config(TrainConfig, None, {"env": {"factory": "rlvr.envs:Conversation"}})

@@ -89,6 +89,7 @@ class Conversation:
     errors: Counter[str] = field(default_factory=Counter)
     done: bool = False
     ended_by: str = ""  # answer, max_turns, budget, truncated
+    n_prompt: int = 0  # messages before the first assistant turn
 
     @classmethod
     def start(cls, env: Any, row: dict[str, Any], messages: list[dict[str, Any]], limits: EnvLimits) -> Conversation:
@@ -98,7 +99,7 @@ class Conversation:
         if isinstance(extra, str) and extra:
             last = max(i for i, m in enumerate(msgs) if m["role"] == "user")
             msgs[last]["content"] = f"{msgs[last]['content']}\n\n{extra}"
-        return cls(env, msgs, limits, env_tools(env))
+        return cls(env, msgs, limits, env_tools(env), n_prompt=len(msgs))
 
     def schemas(self) -> list[dict[str, Any]]:
         return [tool_schema(fn) for fn in self.tools.values()]

@@ -25,6 +25,7 @@ from rlvr.config import (
     moved_to_sampling,
     partial_model,
 )
+from rlvr.envs.spec import EnvSpec
 from rlvr.grpo.presets import ObjectiveConfig, PresetName, resolve
 from rlvr.rewards import RewardSpec
 
@@ -85,6 +86,7 @@ class TrainConfig(StrictModel):
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
     rollout: RolloutConfig = RolloutConfig()
+    env: EnvSpec | None = None  # a multi-turn environment with tools (docs/environments.md)
     out: str = "runs/grpo"
     _objective: ObjectiveConfig = PrivateAttr()
 
@@ -96,6 +98,12 @@ class TrainConfig(StrictModel):
         if not v:  # each RewardSpec checks its own name, params and file
             raise ValueError("at least one reward is needed")
         return v
+
+    @model_validator(mode="after")
+    def _env_fits(self) -> TrainConfig:
+        if self.env is not None and self.eval_every:
+            raise ValueError("env: the trainer's dev evaluation of environments is not built yet; set eval_every: 0")
+        return self
 
     @model_validator(mode="after")
     def _objective_resolves(self) -> TrainConfig:

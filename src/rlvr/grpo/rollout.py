@@ -19,17 +19,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.envs import ChatRenderer, Conversation, Trajectory, run_conversations
+from rlvr.envs.spec import EnvSpec, load_factory
 from rlvr.grpo import objective as obj
 from rlvr.grpo.distributed import Dist
 from rlvr.grpo.presets import ObjectiveConfig
 from rlvr.grpo.rewarding import RewardRunner
 from rlvr.models.decoding import fast_decoder_supported
 from rlvr.models.engines import Sampler
-from rlvr.models.sampling import encode_prompts
+from rlvr.models.sampling import Completions, encode_prompts
 from rlvr.runs.records import TrainSample
 from rlvr.tasks import Problem, PromptFormatter, get_task
 
-__all__ = ["Rollout", "collect"]
+__all__ = ["EnvRunner", "Rollout", "collect"]
 
 
 @dataclass
@@ -48,6 +50,8 @@ class Rollout:
     advantages: torch.Tensor  # (P*G,)
     stats: dict[str, float] = field(default_factory=dict)
     rollout_logp: list[list[float]] | None = None  # (P*G,) per token: the rollout engine's log-probs (vLLM)
+    loss_mask: list[list[int]] | None = None  # (P*G,) per token: 1 sampled by the model, 0 an environment's (envs)
+    messages: list[list[dict[str, Any]]] | None = None  # (P*G,) each conversation's messages after the prompt (envs)
 
 
 def _columns(problems: list[Problem], g: int, fmt: PromptFormatter, task: str) -> dict[str, list[Any]]:
@@ -81,13 +85,19 @@ class _RoundStats:
 
 
 def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen,
-                  dist: Dist = Dist(), sampler: Sampler | None = None):  # fmt: skip
+                  dist: Dist = Dist(), sampler: Sampler | None = None, env: EnvRunner | None = None):  # fmt: skip
     """One sampling round: G completions per problem, scored and shaped, cut into groups; each rank
     samples and scores its block of the groups and every rank gets them all (`rlvr.grpo.distributed`).
     Returns (groups, ok (n,) bool: the group carries signal, generation seconds, _RoundStats)."""
     g, block = cfg.group_size, dist.block(len(probs))
     mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
+    if env is not None:
+        convs, trajs = env.run(model, tok, mine, g, cfg, gen, sampler)
+        t_gen = time.perf_counter() - t0
+        groups, stats = _score(_EnvCompletions.of(convs, trajs), mine, fmt, runner, cfg, ocfg, env=(convs, trajs))
+        total = torch.cat([gr.total for gr in groups])
+        return groups, _group_ok(total, g), t_gen, stats
     comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
         model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
         bf16=cfg.bf16, entropy=True, row_offset=block.start * g, total_rows=len(probs) * g,
@@ -119,18 +129,31 @@ class Group:
     total: torch.Tensor  # (G,) the combined reward
     components: torch.Tensor  # (K, G) each reward's values (and the overlong shaping), for GDPO
     weights: list[float]  # (K,)
+    prompt_ids: list[int] | None = None  # an environment's first prompt (with its tools); None: fmt.prompt's
+    loss_mask: list[list[int]] | None = None  # (G,) per token: 1 sampled by the model, 0 the environment's
+    messages: list[list[dict[str, Any]]] | None = None  # (G,) each conversation after the prompt
+    env_stats: list[dict[str, float]] | None = None  # (G,) turns, tool calls, errors, tokens by role
 
 
-def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunner, cfg, ocfg):
-    """Score sampled completions and cut them into per-problem groups."""
+def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunner, cfg, ocfg, env=None):
+    """Score sampled completions and cut them into per-problem groups. `env`: the conversations and
+    trajectories of an environment round, whose rewards get the conversation (`messages`), the
+    environment objects (`environments`) and their `get_reward()` (`env_reward`) as columns."""
     g, max_new = cfg.group_size, cfg.sampling.max_new_tokens
     assert comp.entropy is not None  # asked for by the caller
     rollout_logp = getattr(comp, "logprobs", None)  # the engine's log-probs of its tokens (vLLM)
-    # TRL passes completions as messages when the prompt was conversational
-    texts: list[Any] = [
-        [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
-    ]
-    scored = runner.score(texts, _columns(probs, g, fmt, cfg.task))
+    columns = _columns(probs, g, fmt, cfg.task)
+    if env is not None:  # TRL's convention: the completion is the conversation after the prompt
+        convs, trajs = env
+        texts: list[Any] = [c.messages[c.n_prompt :] for c in convs]
+        columns.update(environments=[c.env for c in convs], messages=[c.messages for c in convs])
+        if all(callable(getattr(c.env, "get_reward", None)) for c in convs):
+            columns["env_reward"] = [float(c.env.get_reward()) for c in convs]
+    else:  # TRL passes completions as messages when the prompt was conversational
+        texts = [
+            [{"role": "assistant", "content": t}] if probs[i // g].messages else t for i, t in enumerate(comp.texts)
+        ]
+    scored = runner.score(texts, columns)
     verify = get_task(cfg.task).verify
     correct = [verify(t, probs[i // g].answer).correct for i, t in enumerate(comp.texts)]
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
@@ -160,9 +183,87 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 total=total[j * g : (j + 1) * g],
                 components=components[:, j * g : (j + 1) * g],
                 weights=weights,
+                **(_env_fields(*env, rows) if env is not None else {}),
             )
         )
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
+
+
+@dataclass
+class EnvRunner:
+    """An environment task's rollouts: G conversations per problem, each with a fresh environment
+    (`env.factory`) whose `reset` gets the problem's row, run token-in/token-out (`rlvr.envs.rollout`)."""
+
+    spec: EnvSpec
+    renderer: ChatRenderer
+    factory: Any = None
+
+    @classmethod
+    def build(cls, spec: EnvSpec, tok, fmt: PromptFormatter, system_prompt: str | None) -> EnvRunner:
+        return cls(spec, ChatRenderer(tok, sorted(fmt.end_ids), system_prompt), load_factory(spec.factory))
+
+    def run(self, model, tok, probs: list[Problem], g: int, cfg, gen, sampler) -> tuple[list[Any], list[Trajectory]]:
+        convs = []
+        for p in probs:
+            row = {"question": p.question, "answer": p.answer, "problem_id": p.id, "steps": p.steps, **p.meta}
+            first = [dict(m) for m in p.messages] if p.messages else [{"role": "user", "content": p.question}]
+            for _ in range(g):
+                convs.append(Conversation.start(self.factory(), row, first, self.spec.limits))
+        trajs = run_conversations(
+            model,
+            tok,
+            convs,
+            cfg.sampling,
+            end_ids=sorted(self.renderer.end_ids),
+            sampler=sampler,
+            renderer=self.renderer,
+            generator=gen,
+            bf16=cfg.bf16,
+        )
+        return convs, trajs
+
+
+class _EnvCompletions(Completions):
+    @classmethod
+    def of(cls, convs, trajs: list[Trajectory]) -> _EnvCompletions:
+        texts = [next((m["content"] for m in reversed(c.messages) if m["role"] == "assistant"), "") for c in convs]
+        return cls(
+            list(range(len(trajs))),
+            [t.ids for t in trajs],
+            texts,
+            [t.truncated for t in trajs],
+            [t.entropy for t in trajs],
+        )
+
+
+def _env_fields(convs, trajs: list[Trajectory], rows) -> dict[str, Any]:
+    rows = list(rows)
+    return {
+        "prompt_ids": trajs[rows[0]].prompt_ids,
+        "loss_mask": [trajs[i].mask for i in rows],
+        "messages": [convs[i].messages[convs[i].n_prompt :] for i in rows],
+        "env_stats": [_conv_stats(convs[i], trajs[i]) for i in rows],
+    }
+
+
+def _conv_stats(c, t: Trajectory) -> dict[str, float]:
+    return {
+        "turns": float(c.turns),
+        "tool_calls": float(c.tool_calls),
+        "tool_errors": float(sum(c.errors.values())),
+        "valid_calls": float(c.valid_calls),
+        "model_tokens": float(t.model_tokens),
+        "env_tokens": float(t.env_tokens),
+    }
+
+
+def _env_metrics(rows: list[dict[str, float]]) -> dict[str, float]:
+    """`env/` metrics of a step: means per conversation, and the share of calls that ran."""
+    out = {f"env/{k}": float(np.mean([r[k] for r in rows])) for k in rows[0]} if rows else {}
+    calls = sum(r["tool_calls"] for r in rows)
+    out["env/valid_call_frac"] = sum(r["valid_calls"] for r in rows) / calls if calls else math.nan
+    out["env/tool_use_frac"] = float(np.mean([r["tool_calls"] > 0 for r in rows])) if rows else math.nan
+    return out
 
 
 def collect(
@@ -177,6 +278,7 @@ def collect(
     gen: torch.Generator,
     dist: Dist = Dist(),
     sampler: Sampler | None = None,
+    env: EnvRunner | None = None,
 ) -> Rollout:
     """Sample, score and keep P groups (see module docstring); `cfg` is a TrainConfig. With several
     ranks every rank returns the same, whole rollout. `advantage_fn(total, G, components=, weights=)`
@@ -193,7 +295,7 @@ def collect(
         if ocfg.dynamic_sampling and cfg.gen_batch_prompts:
             n_req = max(n_req, cfg.gen_batch_prompts)
         groups, ok, seconds, scored = _sample_round(
-            model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen, dist, sampler
+            model, tok, fmt, next_problems(n_req), runner, cfg, ocfg, gen, dist, sampler, env
         )
         t_gen, t_rew = t_gen + seconds, t_rew + scored.seconds
         for name, count in scored.errors.items():
@@ -221,10 +323,15 @@ def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], ad
     comps = torch.cat([k.components for k in kept], dim=1)  # (K, P*G)
     adv = advantage_fn(total, g, components=comps, weights=torch.tensor(kept[0].weights))
     problems = [k.problem for k in kept]
-    encoded = encode_prompts(tok, [fmt.prompt(p) for p in problems])
+    encoded = encode_prompts(tok, [k.prompt_ids if k.prompt_ids is not None else fmt.prompt(k.problem) for k in kept])
+    envs = kept[0].loss_mask is not None
+    if envs:
+        stats = {**stats, **_env_metrics([e for k in kept for e in k.env_stats or []])}
     return Rollout(
         problems=problems,
         prompt_tokens=[encoded[j] for j in range(len(kept)) for _ in range(g)],
+        loss_mask=[m for k in kept for m in k.loss_mask or []] if envs else None,
+        messages=[m for k in kept for m in k.messages or []] if envs else None,
         tokens=[t for k in kept for t in k.tokens],
         texts=[t for k in kept for t in k.texts],
         truncated=[t for k in kept for t in k.truncated],
@@ -276,6 +383,7 @@ def sample_rows(ro: Rollout, step: int, g: int) -> list[TrainSample]:
             total=None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
             advantage=float(ro.advantages[i]),
             correct=ro.correct[i],
+            **({"messages": ro.messages[i]} if ro.messages is not None else {}),
         )
         for i, text in enumerate(ro.texts)
     ]

@@ -31,7 +31,7 @@ from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.health import EntropyWatch
 from rlvr.grpo.rewarding import RewardRunner
-from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
+from rlvr.grpo.rollout import EnvRunner, Rollout, collect, rollout_metrics, sample_rows
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler
@@ -77,6 +77,9 @@ class GRPOTrainer:
         self.tok = load_tokenizer(self.model_path)
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
+        if cfg.env is not None and self.dist.world > 1:
+            raise ValueError("env: data-parallel training with environments is not built yet; run one process")
+        self.env = EnvRunner.build(cfg.env, self.tok, self.fmt, s.system_prompt) if cfg.env is not None else None
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
         self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
@@ -279,6 +282,11 @@ class GRPOTrainer:
             if self.ocfg.mask_truncated:
                 keep = torch.tensor([not ro.truncated[i] for i in idx], dtype=batch.mask.dtype)
                 batch.mask = batch.mask * keep[:, None]
+            if ro.loss_mask is not None:  # an environment's tokens are context, never trained on
+                model = torch.zeros_like(batch.mask)
+                for r, i in enumerate(idx):
+                    model[r, : len(ro.loss_mask[i])] = torch.tensor(ro.loss_mask[i], dtype=batch.mask.dtype)
+                batch.mask = batch.mask * model
             out.append((torch.tensor(idx), batch.to(self.device)))
         return out
 
@@ -291,9 +299,10 @@ class GRPOTrainer:
         the same step as if every row had been computed."""
         adv = ro.advantages.to(self.device)
         active = self._counted(ro)
-        n_tok = max(1, sum(len(ro.tokens[i]) for i in active))
+        n_tok = max(1, sum(self._model_tokens(ro, i) for i in active))  # an environment's tokens never count
         n_seq = sum(1 for i in active if len(ro.tokens[i]) > 0)
-        norm = {"max_len": self.cfg.sampling.max_new_tokens, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
+        max_len = self.cfg.env.limits.max_total_tokens if self.cfg.env is not None else self.cfg.sampling.max_new_tokens
+        norm = {"max_len": max_len, "n_tokens_global": n_tok, "n_seqs_global": n_seq}
         g = self.cfg.group_size
         mine = self.dist.block(len(ro.tokens) // g)  # this rank's groups; the normalisers above are global
         active = [i for i in active if i // g in mine]
@@ -404,6 +413,10 @@ class GRPOTrainer:
             key = "rollout/" + k.replace("_max", "/max").replace("_min", "/min")
             r[key] = fn(r.get(key, float(st[k])), float(st[k]))
 
+    @staticmethod
+    def _model_tokens(ro: Rollout, i: int) -> int:
+        return sum(ro.loss_mask[i]) if ro.loss_mask is not None else len(ro.tokens[i])
+
     def _counted(self, ro: Rollout) -> list[int]:
         """Rows that count in the loss normalisers: all, less truncated ones when they are masked."""
         return [i for i in range(len(ro.tokens)) if not (self.ocfg.mask_truncated and ro.truncated[i])]
@@ -446,6 +459,7 @@ class GRPOTrainer:
             self.gen,
             self.dist,
             self.sampler,
+            self.env,
         )
         t1 = time.perf_counter()
         loss_stats = self.update(ro)

@@ -14,7 +14,7 @@ from rlvr.rewards.format import (
     make_format_approx,
     make_format_exact,
 )
-from rlvr.rewards.outcome import outcome
+from rlvr.rewards.outcome import env_reward, outcome
 from rlvr.rewards.process import hybrid, make_hybrid, make_process, process, process_score
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "make_format_exact",
     "make_hybrid",
     "make_process",
+    "env_reward",
     "outcome",
     "process",
     "process_score",

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, make_format_exact
-from rlvr.rewards.outcome import outcome
+from rlvr.rewards.outcome import env_reward, outcome
 from rlvr.rewards.process import make_hybrid, make_process
 
 __all__ = ["RewardSpec", "REGISTRY", "build_reward", "combine", "weighted_sum", "RewardFn"]
@@ -93,6 +93,7 @@ def _tags(params: dict[str, Any]) -> tuple[str, str]:
 # name -> factory(params) -> reward function. Factories, so each config gets its own parameters.
 REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
     "outcome": lambda p: outcome,
+    "env_reward": lambda p: env_reward,
     "format_exact": lambda p: make_format_exact(_tags(p)),
     "format_approx": lambda p: make_format_approx(_tags(p)),
     "format_gsm8k": lambda p: format_gsm8k,

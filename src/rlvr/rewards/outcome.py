@@ -8,7 +8,7 @@ from rlvr.rewards.columns import column, completion_text, gold_answer
 from rlvr.tasks import get_task
 from rlvr.verify import verify_answer
 
-__all__ = ["outcome"]
+__all__ = ["env_reward", "outcome"]
 
 
 def outcome(
@@ -29,3 +29,15 @@ def outcome(
         1.0 if (get_task(name).verify if name else verify_answer)(completion_text(c), gold_answer(g)).correct else 0.0
         for c, g, name in zip(completions, golds, names, strict=True)
     ]
+
+
+def env_reward(completions: list[Any], env_reward: list[float] | None = None, **kwargs: Any) -> list[float | None]:
+    """The environment's own `get_reward()` for each conversation (the `env_reward` column rlvr passes
+    when the environment defines it); None for every completion when it does not.
+
+    >>> env_reward(["a", "b"], env_reward=[1.0, 0.0])
+    [1.0, 0.0]
+    """
+    if env_reward is None:
+        return [None] * len(completions)
+    return [None if v is None else float(v) for v in column({"env_reward": env_reward}, "env_reward", len(completions))]

@@ -203,6 +203,7 @@ class TrainSample(Record):
     total: float | None
     advantage: float
     correct: bool
+    messages: list[dict[str, Any]] | None = None  # an environment's conversation after the prompt (tool turns)
 
 
 def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:

@@ -5,7 +5,9 @@ Run by `rlvr.sandbox.jail` as a script inside the OS jail (`python -I -S -B
 standard library (the jail holds no site-packages) and `rlvr.verify`. Everything after `load` runs
 untrusted code in this process, so the host trusts nothing this process writes.
 
-Protocol, one JSON object per line. The host writes to stdin:
+Protocol, one JSON object per line (besides rewards, `{"op": "exec", "id": k, "code": ...}` runs a
+snippet for the Python tool and answers `{"id": k, "ok": true, "stdout": ..., "error": ... | null}`).
+The host writes to stdin:
 `{"op": "load", "source": ...}` then any number of `{"op": "call", "id": k, "completions": [...],
 "kwargs": {...}}`; EOF ends the worker. The worker answers each on the protocol fd (its original
 stdout; fd 1 and 2 point at /dev/null so candidate prints go nowhere): `{"ok": true}` or `{"ok":
@@ -203,11 +205,45 @@ def _call(fn: Any, msg: dict[str, Any], cpu_cap: int) -> dict[str, Any]:
     return reply
 
 
+def _exec(ns: dict[str, Any], msg: dict[str, Any], cpu_cap: int) -> dict[str, Any]:
+    """Run a snippet as a Python interpreter would (`rlvr.envs.python_tool`): in the namespace earlier
+    snippets left, what it prints captured, and the value of a last expression printed as the REPL
+    does; the first error ends it, reported as its last traceback line."""
+    import ast
+    import io
+
+    reply: dict[str, Any] = {"id": msg["id"], "ok": True, "error": None}
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    cap = cpu_cap if hard == resource.RLIM_INFINITY else min(cpu_cap, hard)
+    resource.setrlimit(
+        resource.RLIMIT_CPU, (min(int(used.ru_utime + used.ru_stime + msg.get("cpu_s", 5)) + 1, cap), cap)
+    )
+    buf, saved = io.StringIO(), (sys.stdout, sys.stderr)
+    sys.stdout = sys.stderr = buf
+    try:
+        tree = ast.parse(msg["code"], "<tool>")
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, "<tool>", "exec"), ns)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), "<tool>", "eval"), ns)
+            if value is not None:
+                print(repr(value))
+    except BaseException as exc:  # noqa: BLE001 - the model's error is its to read
+        reply["error"] = _describe(exc)
+    finally:
+        sys.stdout, sys.stderr = saved
+    out = buf.getvalue()
+    limit = int(msg.get("max_chars", 2000))
+    reply["stdout"] = out if len(out) <= limit else out[:limit] + f"... [{len(out) - limit} characters cut]"
+    return reply
+
+
 def _decode_hook(obj: dict[str, Any]) -> Any:
     """Rebuild `Step`s that the host sent as {"$step": [expr, result]}."""
     if len(obj) == 1 and "$step" in obj:
         try:
-            from rlvr.tasks.problem import Step
+            from rlvr.verify.steps import Step
 
             return Step(*obj["$step"])
         except ImportError:
@@ -236,9 +272,12 @@ def main(argv: list[str]) -> int:
         send({"ok": True, "uid": os.getuid()})
         return 0
     fn = None
+    scope: dict[str, Any] = {"__name__": "__main__"}  # what `exec` snippets share, call after call
     for line in sys.stdin.buffer:
         msg = json.loads(line, object_hook=_decode_hook)
-        if msg["op"] == "load":
+        if msg["op"] == "exec":
+            send(_exec(scope, msg, cfg["limits"]["cpu_s"]))
+        elif msg["op"] == "load":
             fn, reply = _load(msg, cfg, policy)
             send(reply)
         elif msg["op"] == "call" and fn is not None:
