@@ -4,6 +4,7 @@ template with tools, and GRPO over whole conversations trained on the model's to
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -243,25 +244,7 @@ def test_real_sampling_smollm2_keeps_every_sampled_token(real_model_dir: Path) -
         assert sum(t.mask) == sum(b - a for a, b in t.turns)
 
 
-ENV = '''
-class Calculator:
-    def reset(self, **row):
-        self.calls = 0
-        self.answer = row["answer"]
-
-    def multiply(self, a: float, b: float) -> float:
-        """Multiply two numbers.
-
-        Args:
-            a: the first factor
-            b: the second factor
-        """
-        self.calls += 1
-        return a * b
-
-    def get_reward(self) -> float:
-        return float(self.calls > 0)
-'''
+ENV = "import time\n\n\n" + inspect.getsource(Calculator)  # the same class, as a user's file
 
 
 def test_grpo_trains_on_model_tokens_of_whole_conversations(real_model_dir: Path, tmp_path: Path) -> None:
@@ -325,3 +308,23 @@ def test_env_configs_are_checked_when_read(tmp_path: Path) -> None:
         load_config(TrainConfig, None, {"env": {"factory": "missing.py:Env"}, "eval_every": 0})
     with pytest.raises(ValueError, match="set eval_every: 0"):
         load_config(TrainConfig, None, {"env": {"factory": "rlvr.envs:Conversation"}})
+
+
+def test_rlvr_eval_scores_conversations(real_model_dir: Path, tmp_path: Path) -> None:
+    from rlvr.config import load_config
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+
+    (tmp_path / "calc.py").write_text(ENV)
+    cfg = load_config(EvalConfig, None, {
+        "model": str(real_model_dir), "out": str(tmp_path / "ev"), "task": "arith", "preset": "small",
+        "n_problems": 2, "n_samples": 2, "ks": [1, 2], "sampling": {"prompt_format": "chat", "max_new_tokens": 12},
+        "env": {"factory": f"{tmp_path / 'calc.py'}:Calculator", "limits": {"max_turns": 2, "max_total_tokens": 64}},
+        "threads": 2, "plots": False,
+    })  # fmt: skip
+    run_eval(cfg)
+    result = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert result["env_tokens_per_sample"] >= 0 and result["n_samples"] == 2
+    rows = [json.loads(x) for x in (tmp_path / "ev" / "samples.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and all(r["messages"][0]["role"] == "assistant" for r in rows)
+    assert all("<tools>" not in r["prompt"] or "multiply" in r["prompt"] for r in rows)
+    assert all(r["completion"] == [m for m in r["messages"] if m["role"] == "assistant"][-1]["content"] for r in rows)

@@ -10,12 +10,15 @@ sampled token ids plus the environment's, with a loss mask of 0 over the environ
 
 from rlvr.envs.env import Conversation, Environment, EnvLimits, env_tools
 from rlvr.envs.rollout import ChatRenderer, RenderError, Trajectory, run_conversations
+from rlvr.envs.spec import EnvRunner, EnvSpec, load_factory
 from rlvr.envs.tools import ToolCall, ToolResult, call_tool, parse_tool_calls, tool_schema, tool_text
 
 __all__ = [
     "ChatRenderer",
     "Conversation",
     "EnvLimits",
+    "EnvRunner",
+    "EnvSpec",
     "Environment",
     "RenderError",
     "ToolCall",
@@ -23,6 +26,7 @@ __all__ = [
     "Trajectory",
     "call_tool",
     "env_tools",
+    "load_factory",
     "parse_tool_calls",
     "run_conversations",
     "tool_schema",

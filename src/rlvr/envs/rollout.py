@@ -110,6 +110,7 @@ def run_conversations(
     bf16: bool = False,
     keep_engine_inputs: bool = False,
     decode: Callable[[list[int]], str] | None = None,
+    greedy: bool = False,
 ) -> list[Trajectory]:
     """Run the conversations to their end, all turns batched across conversations; one trajectory
     each, in order. Each turn samples at most the conversation's per-turn limit and what is left of
@@ -136,7 +137,9 @@ def run_conversations(
             return trajs
         prompts = [trajs[i].prompt_ids + trajs[i].ids for i in live]
         s = sampling.model_copy(update={"max_new_tokens": max(caps)})
-        comp = sampler.sample(model, tok, prompts, 1, s, end_ids=sorted(ends), generator=gen, entropy=True, bf16=bf16)
+        comp = sampler.sample(
+            model, tok, prompts, 1, s, end_ids=sorted(ends), generator=gen, entropy=True, bf16=bf16, greedy=greedy
+        )
         for k, i in enumerate(live):
             t, c = trajs[i], conversations[i]
             if keep_engine_inputs:

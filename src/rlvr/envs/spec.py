@@ -14,14 +14,20 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from rlvr.envs.env import EnvLimits
+from rlvr.config import SamplingConfig
+from rlvr.envs.env import Conversation, EnvLimits
+from rlvr.envs.rollout import ChatRenderer, Trajectory, run_conversations
+from rlvr.models.engines import Sampler
+from rlvr.tasks import Problem, PromptFormatter
 
-__all__ = ["EnvSpec", "load_factory"]
+__all__ = ["EnvRunner", "EnvSpec", "load_factory"]
 
 
 class EnvSpec(BaseModel):
@@ -63,3 +69,53 @@ def load_factory(spec: str) -> Callable[[], Any]:
     if not callable(factory):
         raise ValueError(f"env factory {spec}: {where} has no class or function {name!r}")
     return factory
+
+
+@dataclass
+class EnvRunner:
+    """Conversations for problems: `n` per problem, each with a fresh environment (`spec.factory`)
+    reset with the problem's row (question, answer, problem_id, steps and its meta), run
+    token-in/token-out (`rlvr.envs.rollout`). Training and evaluation both use it."""
+
+    spec: EnvSpec
+    renderer: ChatRenderer
+    factory: Callable[[], Any]
+
+    @classmethod
+    def build(cls, spec: EnvSpec, tok: Any, fmt: PromptFormatter, system_prompt: str | None) -> EnvRunner:
+        """Imports the factory now, so a bad one fails before any run folder is touched."""
+        return cls(spec, ChatRenderer(tok, sorted(fmt.end_ids), system_prompt), load_factory(spec.factory))
+
+    def run(
+        self,
+        model: Any,
+        tok: Any,
+        probs: list[Problem],
+        n: int,
+        sampling: SamplingConfig,
+        *,
+        generator: torch.Generator | None = None,
+        seed: int = 0,
+        sampler: Sampler | None = None,
+        bf16: bool = False,
+        greedy: bool = False,
+    ) -> tuple[list[Conversation], list[Trajectory]]:
+        convs = []
+        for p in probs:
+            row = {"question": p.question, "answer": p.answer, "problem_id": p.id, "steps": p.steps, **p.meta}
+            first = [dict(m) for m in p.messages] if p.messages else [{"role": "user", "content": p.question}]
+            convs += [Conversation.start(self.factory(), row, first, self.spec.limits) for _ in range(n)]
+        trajs = run_conversations(
+            model,
+            tok,
+            convs,
+            sampling,
+            end_ids=sorted(self.renderer.end_ids),
+            sampler=sampler,
+            renderer=self.renderer,
+            generator=generator,
+            seed=seed,
+            bf16=bf16,
+            greedy=greedy,
+        )
+        return convs, trajs

@@ -14,7 +14,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -30,10 +30,11 @@ from rlvr.config import (
     check_device,
     moved_to_sampling,
 )
+from rlvr.envs import EnvRunner, EnvSpec
 from rlvr.evaluate.fidelity import fidelity_metrics
 from rlvr.evaluate.metrics import maj_at_ks, pass_at_k_array
 from rlvr.evaluate.plots import write_eval_plots
-from rlvr.evaluate.runner import Scored, sample_and_score
+from rlvr.evaluate.runner import Scored, sample_and_score, score_conversations
 from rlvr.evaluate.stats import bootstrap_ci
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.engines import make_sampler
@@ -60,6 +61,7 @@ class EvalConfig(StrictModel):
     ks: list[int] = [1, 2, 4, 8]
     sampling: SamplingConfig = SamplingConfig()
     rollout: RolloutConfig = RolloutConfig()  # the sampling engine: auto, hf, fast or vllm
+    env: EnvSpec | None = None  # conversations with an environment's tools (docs/environments.md)
     greedy: bool = True
     plots: bool = True
     ci_resamples: int = Field(2000, ge=100)
@@ -135,7 +137,7 @@ def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, pr
                 EvalSample(
                     problem_id=p.id,
                     question=p.question,
-                    prompt=prompts[i],
+                    prompt=scored.prompts[i] if scored.prompts is not None else prompts[i],
                     gold=p.answer,
                     gold_solution=p.solution,
                     gold_steps=[(s.expr, s.result) for s in p.steps],
@@ -148,9 +150,17 @@ def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, pr
                     reason=scored.reasons[i][j],
                     tokens=int(scored.tokens[i, j]),
                     truncated=bool(scored.truncated[i, j]),
+                    **_conversation(scored, i, j),
                 )
             )
     return rows
+
+
+def _conversation(scored: Scored, i: int, j: int) -> dict[str, Any]:
+    """An environment's sample: its conversation and its environment tokens (nothing otherwise)."""
+    if scored.messages is None or scored.env_tokens is None:
+        return {}
+    return {"messages": scored.messages[i][j], "env_tokens": int(scored.env_tokens[i, j])}
 
 
 def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit: int | None, task: str) -> None:
@@ -184,6 +194,7 @@ def _result(cfg: EvalConfig, model: str, problems: list[Problem], data_hash: str
         truncated_frac=float(sampled.truncated.mean()),
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
         tokens_per_sample=float(sampled.tokens.mean()),
+        **({"env_tokens_per_sample": float(sampled.env_tokens.mean())} if sampled.env_tokens is not None else {}),
         metrics=scores.metrics,
         by_difficulty=scores.by_difficulty,
         per_problem=scores.per_problem,
@@ -214,15 +225,30 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
     prompts = [fmt.prompt(p) for p in problems]
     _refuse_long_prompts(problems, prompts, tok, prompt_token_limit(model, s), cfg.task)
+    env = EnvRunner.build(cfg.env, tok, fmt, s.system_prompt) if cfg.env is not None else None
     sampler = make_sampler(cfg.rollout, model, path, device=cfg.device, dtype=cfg.dtype, seed=cfg.seed)
     run = RunDir(cfg.out, cfg, command="eval", overwrite=overwrite)
     ref = {"task": cfg.task, "n": len(problems), "hash": data_hash, "load": load}
     run.write_manifest(seeds={"sampling": cfg.seed}, data={cfg.split: ref}, prompt_format=fmt.fmt)
     t0 = time.perf_counter()
-    sample_kw = functools.partial(
-        sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
-        sampler=sampler, verify=task.verify,
-    )  # fmt: skip
+    if env is not None:
+        sample_kw = functools.partial(
+            score_conversations,
+            model,
+            tok,
+            problems,
+            env,
+            sampling=s,
+            seed=cfg.seed,
+            bf16=cfg.bf16,
+            sampler=sampler,
+            verify=task.verify,
+        )
+    else:
+        sample_kw = functools.partial(
+            sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
+            sampler=sampler, verify=task.verify,
+        )  # fmt: skip
     rerun = " ".join(["rlvr", "eval", "--config", str(run.path / "config.yaml"), "--overwrite"])
     try:
         with StopRequest(where="sampling (the evaluation was abandoned; nothing partial is kept)", resume=rerun,

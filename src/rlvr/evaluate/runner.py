@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from rlvr.config import SamplingConfig
+from rlvr.envs import EnvRunner
 from rlvr.models.decoding import fast_decoder_supported
 from rlvr.models.engines import Sampler
 from rlvr.tasks import Problem, PromptFormatter
 from rlvr.verify import Verdict, verify_answer
 
-__all__ = ["Scored", "sample_and_score"]
+__all__ = ["Scored", "sample_and_score", "score_conversations"]
 
 
 @dataclass
@@ -27,6 +29,11 @@ class Scored:
     parsed: list[list[str | None]]
     reasons: list[list[str]]
     texts: list[list[str]]
+    env_tokens: np.ndarray | None = (
+        None  # (P, n) environment (tool) tokens of each conversation; `tokens` are the model's
+    )
+    messages: list[list[list[dict[str, Any]]]] | None = None  # (P, n) each conversation after the prompt
+    prompts: list[str] | None = None  # (P,) each problem's first prompt as the conversations began (tools included)
 
 
 def sample_and_score(
@@ -61,4 +68,41 @@ def sample_and_score(
         parsed=[[v.parsed for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
         reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
         texts=[comp.texts[i * n : (i + 1) * n] for i in range(len(problems))],
+    )
+
+
+def score_conversations(
+    model,
+    tok,
+    problems: Sequence[Problem],
+    env: EnvRunner,
+    *,
+    n: int,
+    sampling: SamplingConfig,
+    seed: int,
+    greedy: bool = False,
+    bf16: bool = False,
+    sampler: Sampler | None = None,
+    verify: Callable[[str, str], Verdict] = verify_answer,
+) -> Scored:
+    """`n` conversations per problem with an environment (`rlvr.envs`), each judged by `verify` on its
+    last assistant turn; `tokens` count the model's tokens (its budget), `env_tokens` the tools'."""
+    sampler = sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")
+    convs, trajs = env.run(
+        model, tok, list(problems), n, sampling, seed=seed, sampler=sampler, bf16=bf16, greedy=greedy
+    )
+    finals = [next((m["content"] for m in reversed(c.messages) if m["role"] == "assistant"), "") for c in convs]
+    verdicts = [verify(t, problems[i // n].answer) for i, t in enumerate(finals)]
+    shape = (len(problems), n)
+    rows = range(len(problems))
+    return Scored(
+        correct=np.array([v.correct for v in verdicts], dtype=bool).reshape(shape),
+        tokens=np.array([t.model_tokens for t in trajs], dtype=np.int64).reshape(shape),
+        truncated=np.array([t.truncated for t in trajs], dtype=bool).reshape(shape),
+        parsed=[[v.parsed for v in verdicts[i * n : (i + 1) * n]] for i in rows],
+        reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in rows],
+        texts=[finals[i * n : (i + 1) * n] for i in rows],
+        env_tokens=np.array([t.env_tokens for t in trajs], dtype=np.int64).reshape(shape),
+        messages=[[c.messages[c.n_prompt :] for c in convs[i * n : (i + 1) * n]] for i in rows],
+        prompts=[tok.decode(trajs[i * n].prompt_ids) for i in rows],
     )

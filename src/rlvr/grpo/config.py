@@ -25,7 +25,7 @@ from rlvr.config import (
     moved_to_sampling,
     partial_model,
 )
-from rlvr.envs.spec import EnvSpec
+from rlvr.envs import EnvSpec
 from rlvr.grpo.presets import ObjectiveConfig, PresetName, resolve
 from rlvr.rewards import RewardSpec
 

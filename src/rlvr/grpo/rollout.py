@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlvr.envs import ChatRenderer, Conversation, Trajectory, run_conversations
-from rlvr.envs.spec import EnvSpec, load_factory
+from rlvr.envs import EnvRunner, Trajectory
 from rlvr.grpo import objective as obj
 from rlvr.grpo.distributed import Dist
 from rlvr.grpo.presets import ObjectiveConfig
@@ -31,7 +30,7 @@ from rlvr.models.sampling import Completions, encode_prompts
 from rlvr.runs.records import TrainSample
 from rlvr.tasks import Problem, PromptFormatter, get_task
 
-__all__ = ["EnvRunner", "Rollout", "collect"]
+__all__ = ["Rollout", "collect"]
 
 
 @dataclass
@@ -93,7 +92,7 @@ def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner
     mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
     if env is not None:
-        convs, trajs = env.run(model, tok, mine, g, cfg, gen, sampler)
+        convs, trajs = env.run(model, tok, mine, g, cfg.sampling, generator=gen, sampler=sampler, bf16=cfg.bf16)
         t_gen = time.perf_counter() - t0
         groups, stats = _score(_EnvCompletions.of(convs, trajs), mine, fmt, runner, cfg, ocfg, env=(convs, trajs))
         total = torch.cat([gr.total for gr in groups])
@@ -187,40 +186,6 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
             )
         )
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
-
-
-@dataclass
-class EnvRunner:
-    """An environment task's rollouts: G conversations per problem, each with a fresh environment
-    (`env.factory`) whose `reset` gets the problem's row, run token-in/token-out (`rlvr.envs.rollout`)."""
-
-    spec: EnvSpec
-    renderer: ChatRenderer
-    factory: Any = None
-
-    @classmethod
-    def build(cls, spec: EnvSpec, tok, fmt: PromptFormatter, system_prompt: str | None) -> EnvRunner:
-        return cls(spec, ChatRenderer(tok, sorted(fmt.end_ids), system_prompt), load_factory(spec.factory))
-
-    def run(self, model, tok, probs: list[Problem], g: int, cfg, gen, sampler) -> tuple[list[Any], list[Trajectory]]:
-        convs = []
-        for p in probs:
-            row = {"question": p.question, "answer": p.answer, "problem_id": p.id, "steps": p.steps, **p.meta}
-            first = [dict(m) for m in p.messages] if p.messages else [{"role": "user", "content": p.question}]
-            for _ in range(g):
-                convs.append(Conversation.start(self.factory(), row, first, self.spec.limits))
-        trajs = run_conversations(
-            model,
-            tok,
-            convs,
-            cfg.sampling,
-            end_ids=sorted(self.renderer.end_ids),
-            sampler=sampler,
-            renderer=self.renderer,
-            generator=gen,
-            bf16=cfg.bf16,
-        )
-        return convs, trajs
 
 
 class _EnvCompletions(Completions):

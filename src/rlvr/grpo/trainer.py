@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rlvr.config import check_device
+from rlvr.envs import EnvRunner
 from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import sample_and_score
 from rlvr.grpo import objective as obj
@@ -31,7 +32,7 @@ from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.health import EntropyWatch
 from rlvr.grpo.rewarding import RewardRunner
-from rlvr.grpo.rollout import EnvRunner, Rollout, collect, rollout_metrics, sample_rows
+from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack_groups
 from rlvr.models.engines import make_sampler

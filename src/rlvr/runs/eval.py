@@ -140,6 +140,7 @@ class EvalResult(Record):
     truncated_frac: float | None = None
     greedy_truncated_frac: float | None = None
     tokens_per_sample: float | None = None
+    env_tokens_per_sample: float | None = None  # with an environment: its tools' tokens per conversation
     metrics: dict[str, Metric]
     by_difficulty: dict[str, DifficultyResult] = {}
     per_problem: list[ProblemResult]
@@ -174,8 +175,10 @@ class EvalSample(Record):
     parsed: str | None
     correct: bool
     reason: str  # the verifier's reason
-    tokens: int
+    tokens: int  # the model's tokens (with an environment, its tools' are `env_tokens`)
     truncated: bool
+    messages: list[dict[str, Any]] | None = None  # an environment's conversation after the prompt, tool turns included
+    env_tokens: int | None = None
 
 
 class JudgeSummary(Record):
