@@ -147,8 +147,16 @@ def test_a_trl_style_environment_runs_unchanged() -> None:
 class ScriptedSampler:
     """Stands in for an engine: returns the scripted turns in order and records each prompt it got."""
 
+    engine, synced_step = "scripted", None
+
     def __init__(self, turns: list[list[int]]) -> None:
         self.turns, self.prompts = list(turns), []
+
+    def sync(self, model, step=None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
     def sample(self, model, tok, prompts, n, sampling, *, end_ids, **kw) -> Completions:
         self.prompts += [list(p) for p in prompts]

@@ -29,18 +29,26 @@ def test_it_computes_and_remembers_within_a_conversation(py) -> None:
     "code, expect",
     [
         ("print(open('/etc/shadow').read())", "Error: "),  # host files: not there, or not readable
-        ("import os; print(os.listdir('/root'))", "Error: "),
+        ("import os; print(os.listdir('/work'))", "Error: "),  # nothing of the host's but the Python runtime
         ("print(open('/proc/1/environ').read())", "Error: "),
         ("import socket; socket.create_connection(('1.1.1.1', 80), timeout=1)", "Error: "),
         ("import os; os.fork()", "Error: "),
         ("import subprocess; subprocess.run(['ls', '/'])", "Error: "),
         ("x = bytearray(4 << 30)", "Error: MemoryError"),
     ],
-    ids=["shadow", "home", "proc", "network", "fork", "subprocess", "memory"],
+    ids=["shadow", "work", "proc", "network", "fork", "subprocess", "memory"],
 )
 def test_hostile_snippets_are_contained(py, code: str, expect: str) -> None:
     assert expect in py.run(code)
     assert py.run("2 + 2") == "4\n"  # still working
+
+
+def test_a_host_file_is_out_of_reach(py, tmp_path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the key")
+    assert "FileNotFoundError" in py.run(f"print(open({str(secret)!r}).read())")  # /tmp is the jail's own
+    out = py.run("import os; open(os.__file__, 'a')")  # the runtime it can see is read-only
+    assert out.startswith("Error: ") and ("Read-only file system" in out or "PermissionError" in out)
 
 
 def test_loops_floods_and_exits_end_as_messages(py) -> None:

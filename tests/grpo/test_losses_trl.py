@@ -148,3 +148,39 @@ def test_report_max_differences() -> None:
     print({k: f"{v:.1e}" for k, v in sorted(MAX_DIFF.items())})
     assert all(v < 1e-12 for v in MAX_DIFF.values())
     assert all(EXERCISED.values()), [k for k, v in EXERCISED.items() if not v]  # every case clipped somewhere
+
+
+@pytest.mark.parametrize("temperature", [0.7, 1.3])
+def test_trainer_scores_tokens_as_trl_does_at_the_sampling_temperature(tiny_model_dir, tmp_path, temperature) -> None:  # type: ignore[no-untyped-def]
+    """The log-probs the update uses are TRL's (`add_fused_lm_head(model, temperature=T)`, what its
+    GRPOTrainer scores completions with): the logits divided by the sampling temperature."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    from rlvr.config import load_config
+    from rlvr.grpo.config import TrainConfig
+    from rlvr.grpo.objective import token_logprobs
+    from rlvr.grpo.rollout import collect
+    from rlvr.grpo.trainer import GRPOTrainer
+    from rlvr.models.load import load_model
+
+    cfg = load_config(TrainConfig, None, {
+        "model": str(tiny_model_dir), "out": str(tmp_path / "t"), "n_train": 16, "prompts_per_step": 2,
+        "group_size": 2, "sampling": {"max_new_tokens": 12, "temperature": temperature}, "eval_every": 0, "threads": 1,
+    })  # fmt: skip
+    t = GRPOTrainer(cfg)
+    ro = collect(t.model, t.tok, t.fmt, t._next_problems, t.runner, t.cfg, t.ocfg, t.advantage_fn, t.gen, t.dist,
+                 t.sampler)  # fmt: skip
+    peer = load_model(tiny_model_dir)
+    add_fused_lm_head(peer, temperature=temperature)
+    for i, toks in enumerate(ro.tokens):
+        (idx, b), = t._micro_batches(ro, [i])
+        with torch.no_grad():
+            ours = token_logprobs(t._logits(t.model, b), b.targets)[0, : len(toks)]
+        ids = torch.tensor([ro.prompt_tokens[i] + toks])
+        labels = ids.clone()
+        labels[:, : len(ro.prompt_tokens[i])] = -100
+        with torch.no_grad():
+            out = peer(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels, fused_lm_head=True)
+        theirs = out.log_probs[0, len(ro.prompt_tokens[i]) - 1 :]
+        assert torch.allclose(ours, theirs.float(), atol=1e-5)
+    t.run.close()

@@ -214,7 +214,7 @@ def _fake_rounds(monkeypatch, signal: list[list[bool]]):
 
     asked: list[int] = []
 
-    def fake_round(model, tok, fmt, probs, runner, cfg, ocfg, gen, dist, sampler):
+    def fake_round(model, tok, fmt, probs, runner, cfg, ocfg, gen, dist, sampler, env=None):
         flags = signal[len(asked)][: len(probs)]
         asked.append(len(probs))
         g = cfg.group_size
