@@ -173,7 +173,7 @@ def test_trainer_scores_tokens_as_trl_does_at_the_sampling_temperature(tiny_mode
     peer = load_model(tiny_model_dir)
     add_fused_lm_head(peer, temperature=temperature)
     for i, toks in enumerate(ro.tokens):
-        (idx, b), = t._micro_batches(ro, [i])
+        ((idx, b),) = t._micro_batches(ro, [i])
         with torch.no_grad():
             ours = token_logprobs(t._logits(t.model, b), b.targets)[0, : len(toks)]
         ids = torch.tensor([ro.prompt_tokens[i] + toks])

@@ -113,9 +113,11 @@ class Conversation:
             turn["tool_calls"] = [c.message() for c in calls if c.error is None]
         self.messages.append(turn)
         if not calls:
-            return self._end("answer")
+            self._end("answer")
+            return None
         if self.turns >= self.limits.max_turns:  # no turn left to read the results in
-            return self._end("max_turns")
+            self._end("max_turns")
+            return None
         out = []
         for c in calls:
             if self.tool_calls >= self.limits.max_tool_calls:

@@ -76,7 +76,7 @@ def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
 def _call_from(obj: Any, args_key: tuple[str, ...]) -> ToolCall:
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return ToolCall(error='a tool call is a JSON object with a string "name"')
-    args = next((obj[k] for k in args_key if k in obj), {})
+    args: Any = next((obj[k] for k in args_key if k in obj), {})
     if isinstance(args, str):  # some models write the arguments as a JSON string
         try:
             args = json.loads(args)

@@ -182,7 +182,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 total=total[j * g : (j + 1) * g],
                 components=components[:, j * g : (j + 1) * g],
                 weights=weights,
-                **(_env_fields(*env, rows) if env is not None else {}),
+                **(_env_fields(env[0], env[1], rows) if env is not None else {}),
             )
         )
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
@@ -288,7 +288,8 @@ def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], ad
     comps = torch.cat([k.components for k in kept], dim=1)  # (K, P*G)
     adv = advantage_fn(total, g, components=comps, weights=torch.tensor(kept[0].weights))
     problems = [k.problem for k in kept]
-    encoded = encode_prompts(tok, [k.prompt_ids if k.prompt_ids is not None else fmt.prompt(k.problem) for k in kept])
+    firsts: list[Any] = [k.prompt_ids if k.prompt_ids is not None else fmt.prompt(k.problem) for k in kept]
+    encoded = encode_prompts(tok, firsts)
     envs = kept[0].loss_mask is not None
     if envs:
         stats = {**stats, **_env_metrics([e for k in kept for e in k.env_stats or []])}

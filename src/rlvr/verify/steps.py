@@ -47,6 +47,7 @@ class Step:
     expr: str
     result: str
 
+
 _NUMBER = r"[$€£]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 _ANNOTATION = re.compile(rf"<<(?P<expr>[^<>=]{{0,{MAX_EXPR}}})=(?P<result>[^<>]{{0,64}})>>")
 _EQUALS = re.compile("=")
