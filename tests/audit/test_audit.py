@@ -301,7 +301,8 @@ def test_verifier_check_fails_a_naive_verifier(tmp_path: Path, monkeypatch) -> N
     ctx = build_context(run, evals, second_verifier=False)
     assert check_verifier(ctx).status == "pass"
     real = checks.audit_verifier
-    monkeypatch.setattr(checks, "audit_verifier", lambda golds, **kw: real(golds, verify=lambda c, g: g in c, **kw))
+    naive = {"verify": lambda c, g: g in c}  # in place of the run's task verifier
+    monkeypatch.setattr(checks, "audit_verifier", lambda golds, **kw: real(golds, **{**kw, **naive}))
     r = check_verifier(ctx)
     assert r.status == "fail" and r.examples and r.evidence.rejection < 0.85
 

@@ -177,8 +177,9 @@ class EvalSample(Record):
     reason: str  # the verifier's reason
     tokens: int  # the model's tokens (with an environment, its tools' are `env_tokens`)
     truncated: bool
-    messages: list[dict[str, Any]] | None = None  # an environment's conversation after the prompt, tool turns included
-    env_tokens: int | None = None
+    # with an environment only (left out of the file otherwise): the conversation after the prompt, its tools' tokens
+    messages: list[dict[str, Any]] | None = Field(None, exclude_if=lambda v: v is None)
+    env_tokens: int | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class JudgeSummary(Record):

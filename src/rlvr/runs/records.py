@@ -203,7 +203,8 @@ class TrainSample(Record):
     total: float | None
     advantage: float
     correct: bool
-    messages: list[dict[str, Any]] | None = None  # an environment's conversation after the prompt (tool turns)
+    # an environment's conversation after the prompt, tool turns included (left out of the file otherwise)
+    messages: list[dict[str, Any]] | None = Field(None, exclude_if=lambda v: v is None)
 
 
 def read_samples(path: str | Path, *, missing_ok: bool = False) -> list[Sample]:
