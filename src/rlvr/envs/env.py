@@ -141,6 +141,16 @@ class Conversation:
             self._end(why)
 
     @property
+    def reply(self) -> list[dict[str, Any]]:
+        """The conversation after the prompt (TRL's conversational completion)."""
+        return self.messages[self.n_prompt :]
+
+    @property
+    def answer(self) -> str:
+        """The last assistant turn's text: what the task's verifier judges."""
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == "assistant"), "")
+
+    @property
     def valid_calls(self) -> int:
         """Calls that ran and returned (no malformed, unknown, bad-argument, failed or timed-out one)."""
         failed = sum(v for k, v in self.errors.items() if k != "over_limit")

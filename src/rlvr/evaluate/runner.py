@@ -91,7 +91,7 @@ def score_conversations(
     convs, trajs = env.run(
         model, tok, list(problems), n, sampling, seed=seed, sampler=sampler, bf16=bf16, greedy=greedy
     )
-    finals = [next((m["content"] for m in reversed(c.messages) if m["role"] == "assistant"), "") for c in convs]
+    finals = [c.answer for c in convs]
     verdicts = [verify(t, problems[i // n].answer) for i, t in enumerate(finals)]
     shape = (len(problems), n)
     rows = range(len(problems))
@@ -103,6 +103,6 @@ def score_conversations(
         reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in rows],
         texts=[finals[i * n : (i + 1) * n] for i in rows],
         env_tokens=np.array([t.env_tokens for t in trajs], dtype=np.int64).reshape(shape),
-        messages=[[c.messages[c.n_prompt :] for c in convs[i * n : (i + 1) * n]] for i in rows],
+        messages=[[c.reply for c in convs[i * n : (i + 1) * n]] for i in rows],
         prompts=[tok.decode(trajs[i * n].prompt_ids) for i in rows],
     )

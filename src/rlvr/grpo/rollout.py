@@ -144,7 +144,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     columns = _columns(probs, g, fmt, cfg.task)
     if env is not None:  # TRL's convention: the completion is the conversation after the prompt
         convs, trajs = env
-        texts: list[Any] = [c.messages[c.n_prompt :] for c in convs]
+        texts: list[Any] = [c.reply for c in convs]
         columns.update(environments=[c.env for c in convs], messages=[c.messages for c in convs])
         if all(callable(getattr(c.env, "get_reward", None)) for c in convs):
             columns["env_reward"] = [float(c.env.get_reward()) for c in convs]
@@ -191,7 +191,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
 class _EnvCompletions(Completions):
     @classmethod
     def of(cls, convs, trajs: list[Trajectory]) -> _EnvCompletions:
-        texts = [next((m["content"] for m in reversed(c.messages) if m["role"] == "assistant"), "") for c in convs]
+        texts = [c.answer for c in convs]
         return cls(
             list(range(len(trajs))),
             [t.ids for t in trajs],
@@ -206,7 +206,7 @@ def _env_fields(convs, trajs: list[Trajectory], rows) -> dict[str, Any]:
     return {
         "prompt_ids": trajs[rows[0]].prompt_ids,
         "loss_mask": [trajs[i].mask for i in rows],
-        "messages": [convs[i].messages[convs[i].n_prompt :] for i in rows],
+        "messages": [convs[i].reply for i in rows],
         "env_stats": [_conv_stats(convs[i], trajs[i]) for i in rows],
     }
 
