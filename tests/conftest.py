@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import torch
 
+from rlvr.models.sampling import Completions
 from rlvr.models.tiny import TinyConfig, build_for_task
 from rlvr.tasks import format_prompt, format_target, load_task
 
@@ -163,3 +164,31 @@ def fake_chat_server(server_factory):
         return holder[0]
 
     return start
+
+
+class ScriptedSampler:
+    """Stands in for an engine: returns the scripted turns in order and records each prompt it got."""
+
+    engine, synced_step = "scripted", None
+
+    def __init__(self, turns: list[list[int]]) -> None:
+        self.turns, self.prompts = list(turns), []
+
+    def sync(self, model, step=None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def sample(self, model, tok, prompts, n, sampling, *, end_ids, **kw) -> Completions:
+        self.prompts += [list(p) for p in prompts]
+        toks = [self.turns.pop(0)[: sampling.max_new_tokens] for _ in prompts]
+        ends = set(end_ids)
+        return Completions(list(range(len(prompts))), toks, tok.batch_decode(toks, skip_special_tokens=True),
+                           [not t or t[-1] not in ends for t in toks], [0.5] * len(toks))  # fmt: skip
+
+
+@pytest.fixture
+def scripted_sampler() -> type[ScriptedSampler]:
+    """An engine that returns scripted turns (tests of token-in/token-out rollouts)."""
+    return ScriptedSampler

@@ -31,6 +31,7 @@ from rlvr.config import (
     Threads,
     check_device,
 )
+from rlvr.envs import EnvRunner, EnvSpec, Trajectory, load_factory
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack
 from rlvr.models.load import load_model, load_tokenizer
@@ -47,7 +48,17 @@ from rlvr.tasks import (
     replay,
 )
 
-__all__ = ["SFTConfig", "SFT_PRESETS", "run_sft"]
+__all__ = ["DemoConfig", "SFTConfig", "SFT_PRESETS", "run_sft"]
+
+
+class DemoConfig(StrictModel):
+    """Demonstrations of an environment's tools on a share of the SFT problems: `script(problem)` gives
+    the assistant turns' texts, which run through the environment itself (its replies are the tools'),
+    token-in/token-out, with the loss on the assistant's tokens only (docs/environments.md)."""
+
+    env: EnvSpec
+    script: str = "rlvr.envs.calculator:demonstrate"  # MODULE:FUNCTION or FILE.py:FUNCTION
+    share: float = Field(0.1, gt=0, le=1)  # of the problems, drawn once with the seed
 
 
 class SFTConfig(StrictModel):
@@ -67,6 +78,7 @@ class SFTConfig(StrictModel):
     # ... from this fraction of `steps` on (0 = from the first step; the demo's base learns worked
     # chains first and the bare-answer habit in its last stage)
     answer_only_from: float = Field(0.0, ge=0, lt=1)
+    demos: DemoConfig | None = None  # tool-use demonstrations (needs a chat prompt format)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
     # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
@@ -140,17 +152,37 @@ def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConf
     return worked, worked if mixed is problems else encode(mixed)
 
 
-def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg: SFTConfig) -> torch.Tensor:
+def _demos(cfg: SFTConfig, tok, fmt: PromptFormatter, problems: list[Problem]) -> dict[int, Trajectory]:
+    """The demonstration conversations of `cfg.demos.share` of the problems (drawn with the seed), by
+    problem index; {} without `demos`."""
+    if cfg.demos is None:
+        return {}
+    if fmt.fmt != "chat":
+        raise DataError("demos: conversations need a chat template: set sampling.prompt_format: chat")
+    try:
+        script, runner = load_factory(cfg.demos.script), EnvRunner.build(cfg.demos.env, tok, fmt, fmt.system_prompt)
+        rng = random.Random(f"rlvr.sft/demos/{cfg.seed}")
+        picked = [i for i in range(len(problems)) if rng.random() < cfg.demos.share]
+        return {i: runner.demonstrate(tok, problems[i], script(problems[i]), fmt.end_id) for i in picked}
+    except ValueError as e:
+        raise DataError(f"demos: {e}") from None
+
+
+def _accumulate(model, idx: list[int], prompt_ids, target_ids, masks, pad_id: int, cfg: SFTConfig) -> torch.Tensor:
     """Backpropagate the token-mean cross-entropy of the batch `idx` as `cfg.length_buckets`
     micro-batches of rows sorted by length, each scaled by the whole batch's token count, so that the
-    gradient is the batch's; returns the batch loss."""
+    gradient is the batch's; returns the batch loss. `masks[i]` (when given) says which of a row's
+    target tokens are the model's (1) and which an environment's (0, context only)."""
     rows = sorted(idx, key=lambda i: len(prompt_ids[i]) + len(target_ids[i]))
-    n_tokens = sum(len(target_ids[i]) for i in rows)
+    n_tokens = sum(sum(masks[i]) if i in masks else len(target_ids[i]) for i in rows)
     size = math.ceil(len(rows) / cfg.length_buckets)
     total = torch.zeros(())
     for start in range(0, len(rows), size):
         part = rows[start : start + size]
         batch = pack([prompt_ids[i] for i in part], [target_ids[i] for i in part], pad_id).to(cfg.device)
+        for r, i in enumerate(part):
+            if i in masks:
+                batch.mask[r, : len(masks[i])] = torch.tensor(masks[i], dtype=batch.mask.dtype)
         logits = completion_logits(model, batch)  # (b, Lc, V)
         nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch.targets.flatten(), reduction="none")
         loss = (nll * batch.mask.flatten()).sum() / n_tokens
@@ -164,7 +196,13 @@ def _build_model(cfg: SFTConfig, problems: list[Problem]):
     local HF model."""
     if cfg.model != "tiny":
         return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
-    tok = build_tokenizer(format_prompt(p.question) + format_target(p) for p in problems)
+    texts = [format_prompt(p.question) + format_target(p) for p in problems]
+    if cfg.demos is not None:  # the words of the demonstrations' calls
+        try:
+            texts += load_factory(cfg.demos.script)(problems[0])
+        except ValueError as e:
+            raise DataError(f"demos: {e}") from None
+    tok = build_tokenizer(texts, chat=cfg.sampling.prompt_format == "chat")
     model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
     tok.padding_side = "left"
     return tok, model
@@ -186,6 +224,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
         raise DataError(f"{cfg.task}: no training problems")
     tok, model = _build_model(cfg, problems)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
+    demos = _demos(cfg, tok, fmt, problems)
     model.to(cfg.device).train()
     size = sum(p.numel() * p.element_size() for p in model.parameters())
     check_space(cfg.out, 2 * size, "the model and its tokenizer")
@@ -198,6 +237,11 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     )
     prompt_ids = [tok(fmt.prompt(p), add_special_tokens=False)["input_ids"] for p in problems]
     worked_ids, mixed_ids = _target_ids(tok, fmt, problems, cfg)
+    masks: dict[int, list[int]] = {}
+    for i, t in demos.items():  # a demonstrated problem's target is its conversation, in both stages
+        prompt_ids[i], worked_ids[i], masks[i] = t.prompt_ids, t.ids, t.mask
+        if mixed_ids is not worked_ids:
+            mixed_ids[i] = t.ids
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     t0 = time.time()
@@ -217,7 +261,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
             idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
             opt.zero_grad(set_to_none=True)
             target_ids = mixed_ids if step > mixed_from else worked_ids
-            loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg)
+            loss = _accumulate(model, idx, prompt_ids, target_ids, masks, tok.pad_token_id, cfg)
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
             sched.step()

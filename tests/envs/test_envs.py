@@ -22,7 +22,6 @@ from rlvr.envs import (
     run_conversations,
     tool_schema,
 )
-from rlvr.models.sampling import Completions
 
 QWEN_STYLE = Path(__file__).resolve().parents[1] / "data" / "qwen_style_tools.jinja"
 
@@ -144,28 +143,6 @@ def test_a_trl_style_environment_runs_unchanged() -> None:
     assert [m["content"] for m in out] == ["2.0", "Error: tool call limit reached; answer now"]
 
 
-class ScriptedSampler:
-    """Stands in for an engine: returns the scripted turns in order and records each prompt it got."""
-
-    engine, synced_step = "scripted", None
-
-    def __init__(self, turns: list[list[int]]) -> None:
-        self.turns, self.prompts = list(turns), []
-
-    def sync(self, model, step=None) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def sample(self, model, tok, prompts, n, sampling, *, end_ids, **kw) -> Completions:
-        self.prompts += [list(p) for p in prompts]
-        toks = [self.turns.pop(0)[: sampling.max_new_tokens] for _ in prompts]
-        ends = set(end_ids)
-        return Completions(list(range(len(prompts))), toks, tok.batch_decode(toks, skip_special_tokens=True),
-                           [not t or t[-1] not in ends for t in toks], [0.5] * len(toks))  # fmt: skip
-
-
 def _tokenizer(real_model_dir: Path, template: str | None):
     from rlvr.models.load import load_tokenizer
 
@@ -176,14 +153,16 @@ def _tokenizer(real_model_dir: Path, template: str | None):
 
 
 @pytest.mark.parametrize("template", [None, str(QWEN_STYLE)], ids=["smollm2", "qwen-style-tools"])
-def test_the_trained_sequence_is_what_the_engine_saw(real_model_dir: Path, template: str | None) -> None:
+def test_the_trained_sequence_is_what_the_engine_saw(
+    real_model_dir: Path, template: str | None, scripted_sampler
+) -> None:
     tok = _tokenizer(real_model_dir, template)
     end = tok.convert_tokens_to_ids("<|im_end|>")
     enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     answer = enc(" ans") + enc("wer")  # " answer" the way a model may sample it: two tokens, not the canonical one
     assert enc(" answer") != answer
     turn1, turn2 = enc(_call("multiply", '{"a": 3, "b": 4}')) + [end], enc("The") + answer + enc(" is 12") + [end]
-    engine = ScriptedSampler([turn1, turn2])
+    engine = scripted_sampler([turn1, turn2])
     row = {"question": "What is 3 times 4?"}
     c = Conversation.start(Calculator(), row, [{"role": "user", "content": row["question"]}], EnvLimits())
     (t,) = run_conversations(None, tok, [c], SamplingConfig(max_new_tokens=64), end_ids=[end], sampler=engine,
@@ -204,7 +183,7 @@ def test_the_trained_sequence_is_what_the_engine_saw(real_model_dir: Path, templ
     assert rendered[: len(canonical)] == canonical and tok.decode(rendered[len(canonical) :]) == "\n"
 
 
-def test_turn_limits_and_budget_end_conversations(real_model_dir: Path) -> None:
+def test_turn_limits_and_budget_end_conversations(real_model_dir: Path, scripted_sampler) -> None:
     tok = _tokenizer(real_model_dir, None)
     end = tok.convert_tokens_to_ids("<|im_end|>")
     call = tok(_call("multiply", '{"a": 3, "b": 4}'), add_special_tokens=False)["input_ids"] + [end]
@@ -212,7 +191,7 @@ def test_turn_limits_and_budget_end_conversations(real_model_dir: Path) -> None:
     cut = Conversation.start(Calculator(), {"question": "q"}, msgs, EnvLimits(max_turn_tokens=5))
     budget = Conversation.start(Calculator(), {"question": "q"}, msgs, EnvLimits(max_total_tokens=len(call) + 3))
     cut_t, budget_t = run_conversations(None, tok, [cut, budget], SamplingConfig(), end_ids=[end],
-                                        sampler=ScriptedSampler([call, call]))  # fmt: skip
+                                        sampler=scripted_sampler([call, call]))  # fmt: skip
     assert cut.ended_by == "truncated" and cut_t.truncated and cut_t.ids == call[:5] and cut_t.mask == [1] * 5
     assert budget.ended_by == "budget" and budget_t.truncated and budget_t.ids == call  # no room for the observation
 
@@ -255,7 +234,9 @@ def test_real_sampling_smollm2_keeps_every_sampled_token(real_model_dir: Path) -
 ENV = "import time\n\n\n" + inspect.getsource(Calculator)  # the same class, as a user's file
 
 
-def test_grpo_trains_on_model_tokens_of_whole_conversations(real_model_dir: Path, tmp_path: Path) -> None:
+def test_grpo_trains_on_model_tokens_of_whole_conversations(
+    real_model_dir: Path, tmp_path: Path, scripted_sampler
+) -> None:
     from rlvr.config import load_config
     from rlvr.grpo.config import TrainConfig
     from rlvr.grpo.trainer import GRPOTrainer
@@ -279,7 +260,7 @@ def test_grpo_trains_on_model_tokens_of_whole_conversations(real_model_dir: Path
         enc("#### -1") + [end],
     )
     # turn 1 of the 4 conversations (2 problems x G=2), then turn 2 of the two that called the tool
-    tr.sampler = ScriptedSampler([call, wrong, call, right, right, wrong])
+    tr.sampler = scripted_sampler([call, wrong, call, right, right, wrong])
     seen = {}
     update = tr.update
 
@@ -314,8 +295,6 @@ def test_env_configs_are_checked_when_read(tmp_path: Path) -> None:
         load_config(TrainConfig, None, {"env": {"factory": "nocolon"}, "eval_every": 0})
     with pytest.raises(ValueError, match="no such file"):
         load_config(TrainConfig, None, {"env": {"factory": "missing.py:Env"}, "eval_every": 0})
-    with pytest.raises(ValueError, match="set eval_every: 0"):
-        load_config(TrainConfig, None, {"env": {"factory": "rlvr.envs:Conversation"}})
 
 
 def test_rlvr_eval_scores_conversations(real_model_dir: Path, tmp_path: Path) -> None:

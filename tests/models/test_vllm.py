@@ -248,3 +248,58 @@ def test_grpo_with_vllm_rollouts_syncs_every_step(tiny_dir: Path, tmp_path: Path
                            load_task("arith", "test", n=4)], 8, [tr.tok.eos_token_id])  # fmt: skip
     finally:
         tr.sampler.close()
+
+
+@pytest.fixture(scope="module")
+def calc_tiny_dir(tmp_path_factory) -> Path:
+    """A tiny chat model (head size 32) after 40 SFT steps on calculator conversations: it writes calls
+    (some malformed, answered with errors), answers and junk."""
+    from rlvr.config import load_config
+    from rlvr.sft import SFTConfig, run_sft
+
+    demos = {"env": {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 6}}, "share": 0.6}
+    cfg = {
+        "tiny": {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "intermediate_size": 128},
+        "preset": "small", "n_train": 64, "steps": 40, "batch_size": 16, "lr": 1e-2, "warmup_steps": 0,
+        "threads": 1, "sampling": {"prompt_format": "chat"}, "demos": demos,
+        "out": str(tmp_path_factory.mktemp("vllm-calc") / "sft"),
+    }  # fmt: skip
+    return run_sft(load_config(SFTConfig, None, cfg)) / "model"
+
+
+def test_vllm_serves_multi_turn_conversations_token_in_token_out(calc_tiny_dir: Path) -> None:
+    """Token-id prompts per turn: each turn's prompt is the sequence so far, its tokens are kept as
+    vLLM sampled them, and the engine's log-probs over the model's tokens (what the mismatch correction
+    compares) are the trainer's at the same positions; the environment's tokens carry none."""
+    from rlvr.envs import EnvLimits, EnvRunner, EnvSpec
+    from rlvr.models.engines import Sampler
+
+    model, tok = load_model(calc_tiny_dir).eval(), load_tokenizer(calc_tiny_dir)
+    seen: list[list[list[int]]] = []
+
+    class Recording(Sampler):
+        def sample(self, model, tok, prompts, n, sampling, **kw):
+            seen.append([list(p) for p in prompts])
+            return super().sample(model, tok, prompts, n, sampling, **kw)
+
+    engine = VLLMEngine(calc_tiny_dir, max_model_len=256, kv_cache_memory_bytes=KV_BYTES, max_num_batched_tokens=256)
+    try:
+        fmt = PromptFormatter.create(tok, "chat")
+        spec = EnvSpec(factory="rlvr.envs.calculator:Calculator", limits=EnvLimits(max_turns=3, max_total_tokens=128))
+        convs, trajs = EnvRunner.build(spec, tok, fmt, None).run(
+            model, tok, load_task("arith", "test", n=6, preset="small"), 4, SamplingConfig(max_new_tokens=40),
+            sampler=Recording("vllm", engine), seed=5,
+        )  # fmt: skip
+    finally:
+        engine.close()
+    assert any(len(t.turns) >= 2 for t in trajs)  # tool results were read and answered
+    for k, t in enumerate(trajs):
+        assert t.logprobs is not None and len(t.logprobs) == len(t.ids)
+        for j, (a, _) in enumerate(t.turns):
+            live = [i for i in range(len(trajs)) if len(trajs[i].turns) > j]
+            assert seen[j][live.index(k)] == t.prompt_ids + t.ids[:a]
+        packed = pack([t.prompt_ids], [t.ids], tok.pad_token_id)
+        with torch.no_grad():
+            ref = token_logprobs(completion_logits(model, packed).float(), packed.targets)[0].tolist()
+        assert max(abs(r - v) for r, v, m in zip(ref, t.logprobs, t.mask, strict=True) if m) < TINY_ATOL
+        assert all(v == 0.0 for v, m in zip(t.logprobs, t.mask, strict=True) if not m)

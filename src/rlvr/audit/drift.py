@@ -289,7 +289,7 @@ def _features(text: str) -> dict[str, float]:
 
 
 def _structure(group: list[Sample]) -> StructureGroup:
-    feats = [_features(r.completion or "") for r in group]
+    feats = [_features(r.text or "") for r in group]  # with an environment: the whole conversation
     stats = {k: float(np.mean([f[k] for f in feats])) if feats else None for k in ("lines", "arith_density", "steps")}
     toks = [float(r.tokens) for r in group if r.tokens is not None]
     return StructureGroup(n=len(group), **stats, tokens=float(np.mean(toks)) if toks else None)

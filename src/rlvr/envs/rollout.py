@@ -80,6 +80,9 @@ class Trajectory:
     turns: list[tuple[int, int]] = field(default_factory=list)  # (start, end) in `ids` of each assistant turn
     truncated: bool = False  # a turn was cut at its token limit, or the budget ran out mid-conversation
     entropy_sum: float = 0.0  # over model tokens (mean: `entropy`)
+    logprobs: list[float] | None = (
+        None  # the engine's log-prob of each token when it reports them (vLLM); 0 on env tokens
+    )
     conversation: Conversation | None = None
     engine_inputs: list[list[int]] = field(default_factory=list)  # the prompt the engine got each turn (tests)
 
@@ -111,11 +114,19 @@ def run_conversations(
     keep_engine_inputs: bool = False,
     decode: Callable[[list[int]], str] | None = None,
     greedy: bool = False,
+    row_offset: int = 0,
+    total_rows: int | None = None,
+    any_live: Callable[[bool], bool] | None = None,
 ) -> list[Trajectory]:
     """Run the conversations to their end, all turns batched across conversations; one trajectory
     each, in order. Each turn samples at most the conversation's per-turn limit and what is left of
     its total budget (`EnvLimits`); the turn's text (decoded, special tokens skipped) goes to
-    `Conversation.step`, whose tool messages come back as observation tokens."""
+    `Conversation.step`, whose tool messages come back as observation tokens.
+
+    Data parallelism: conversation i is row `row_offset + i` of `total_rows`, and its tokens depend on
+    that index only, so a rank running its block draws what one process running them all draws;
+    `any_live(flag)` (`Dist.any`) keeps every rank sampling, with no rows if need be, until no rank
+    has a conversation left, so the ranks' random streams stay in step."""
     sampler = sampler or Sampler("hf")
     renderer = renderer or ChatRenderer(tok, end_ids)
     decode = decode or (lambda ids: tok.decode(ids, skip_special_tokens=True))
@@ -124,8 +135,6 @@ def run_conversations(
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     while True:
         live = [i for i, c in enumerate(conversations) if not c.done]
-        if not live:
-            return trajs
         caps = [_turn_cap(conversations[i].limits, sampling, len(trajs[i].ids)) for i in live]
         for i, cap in zip(live, caps, strict=True):
             if cap <= 0:
@@ -133,12 +142,23 @@ def run_conversations(
                 conversations[i].end("budget")
         live = [i for i, cap in zip(live, caps, strict=True) if cap > 0]
         caps = [cap for cap in caps if cap > 0]
-        if not live:
+        if not (any_live(bool(live)) if any_live is not None else live):
             return trajs
         prompts = [trajs[i].prompt_ids + trajs[i].ids for i in live]
-        s = sampling.model_copy(update={"max_new_tokens": max(caps)})
+        s = sampling.model_copy(update={"max_new_tokens": max(caps, default=sampling.max_new_tokens)})
         comp = sampler.sample(
-            model, tok, prompts, 1, s, end_ids=sorted(ends), generator=gen, entropy=True, bf16=bf16, greedy=greedy
+            model,
+            tok,
+            prompts,
+            1,
+            s,
+            end_ids=sorted(ends),
+            generator=gen,
+            entropy=True,
+            bf16=bf16,
+            greedy=greedy,
+            rows=[row_offset + i for i in live],
+            total_rows=total_rows or len(conversations),
         )
         for k, i in enumerate(live):
             t, c = trajs[i], conversations[i]
@@ -148,6 +168,9 @@ def run_conversations(
             t.turns.append((len(t.ids), len(t.ids) + len(turn)))
             t.ids += turn
             t.mask += [1] * len(turn)
+            engine_logp = getattr(comp, "logprobs", None)  # vLLM: what the mismatch correction compares with
+            if engine_logp is not None:
+                t.logprobs = (t.logprobs or [0.0] * (len(t.ids) - len(turn))) + list(engine_logp[k][: len(turn)])
             ent = comp.entropy[k] if comp.entropy else float("nan")
             t.entropy_sum += ent * len(turn) if ent == ent else 0.0
             if not turn or turn[-1] not in ends:  # cut at its limit: no end-of-turn, nothing to answer
@@ -165,6 +188,8 @@ def run_conversations(
                 continue
             t.ids += obs
             t.mask += [0] * len(obs)
+            if t.logprobs is not None:
+                t.logprobs += [0.0] * len(obs)
 
 
 def _turn_cap(limits: EnvLimits, sampling: SamplingConfig, used: int) -> int:

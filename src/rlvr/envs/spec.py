@@ -47,7 +47,7 @@ class EnvSpec(BaseModel):
         return v
 
 
-def load_factory(spec: str) -> Callable[[], Any]:
+def load_factory(spec: str) -> Callable[..., Any]:
     """The class (or function) `spec` names; a ValueError that names it when it cannot be imported."""
     where, _, name = spec.rpartition(":")
     try:
@@ -79,12 +79,42 @@ class EnvRunner:
 
     spec: EnvSpec
     renderer: ChatRenderer
-    factory: Callable[[], Any]
+    factory: Callable[..., Any]
 
     @classmethod
     def build(cls, spec: EnvSpec, tok: Any, fmt: PromptFormatter, system_prompt: str | None) -> EnvRunner:
         """Imports the factory now, so a bad one fails before any run folder is touched."""
         return cls(spec, ChatRenderer(tok, sorted(fmt.end_ids), system_prompt), load_factory(spec.factory))
+
+    def start(self, p: Problem) -> Conversation:
+        """A conversation on `p` with a fresh environment, reset with the problem's row."""
+        row = {"question": p.question, "answer": p.answer, "problem_id": p.id, "steps": p.steps, **p.meta}
+        first = [dict(m) for m in p.messages] if p.messages else [{"role": "user", "content": p.question}]
+        return Conversation.start(self.factory(), row, first, self.spec.limits)
+
+    def demonstrate(self, tok: Any, p: Problem, turns: list[str], end_id: int) -> Trajectory:
+        """A scripted conversation on `p` as a rollout would have held it: each assistant turn's text
+        tokenised and ended with `end_id`, the environment's replies rendered as in a rollout (SFT
+        demonstrations). A turn the environment cannot run is a ValueError naming the problem."""
+        c = self.start(p)
+        t = Trajectory(self.renderer.prompt(c.messages, c.schemas()), conversation=c)
+        for text in turns:
+            ids = tok(text, add_special_tokens=False)["input_ids"] + [end_id]
+            t.turns.append((len(t.ids), len(t.ids) + len(ids)))
+            t.ids += ids
+            t.mask += [1] * len(ids)
+            obs = c.step(text)
+            if c.errors:
+                raise ValueError(f"demonstration of {p.id}: the environment refused a call ({dict(c.errors)})")
+            if obs is None:
+                break
+            o = self.renderer.observation(obs, c.schemas())
+            t.ids += o
+            t.mask += [0] * len(o)
+        if len(t.turns) < len(turns) or c.ended_by != "answer" or len(t.ids) > self.spec.limits.max_total_tokens:
+            why = c.ended_by if c.ended_by != "answer" else f"{len(t.ids)} tokens"
+            raise ValueError(f"demonstration of {p.id}: its {len(turns)} turns do not fit env limits ({why})")
+        return t
 
     def run(
         self,
@@ -99,12 +129,12 @@ class EnvRunner:
         sampler: Sampler | None = None,
         bf16: bool = False,
         greedy: bool = False,
+        row_offset: int = 0,
+        total_rows: int | None = None,
+        any_live: Callable[[bool], bool] | None = None,
     ) -> tuple[list[Conversation], list[Trajectory]]:
-        convs = []
-        for p in probs:
-            row = {"question": p.question, "answer": p.answer, "problem_id": p.id, "steps": p.steps, **p.meta}
-            first = [dict(m) for m in p.messages] if p.messages else [{"role": "user", "content": p.question}]
-            convs += [Conversation.start(self.factory(), row, first, self.spec.limits) for _ in range(n)]
+        """`n` conversations per problem, run to their end (data parallelism: `run_conversations`)."""
+        convs = [self.start(p) for p in probs for _ in range(n)]
         trajs = run_conversations(
             model,
             tok,
@@ -117,5 +147,8 @@ class EnvRunner:
             seed=seed,
             bf16=bf16,
             greedy=greedy,
+            row_offset=row_offset,
+            total_rows=total_rows,
+            any_live=any_live,
         )
         return convs, trajs

@@ -107,6 +107,8 @@ def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | 
             metrics[f"maj@{k}"] = _metric(majs[:, j], k, n, k * tok_per_sample, cfg)
     if greedy is not None:
         metrics["greedy"] = _metric(greedy.correct[:, 0].astype(float), 1, 1, float(greedy.tokens.mean()), cfg)
+    if sampled.tool_calls is not None:  # the share of conversations that called a tool at all
+        metrics["tool_use"] = _metric((sampled.tool_calls > 0).mean(1), 1, n, tok_per_sample, cfg)
     per_problem = [
         ProblemResult(
             id=p.id,

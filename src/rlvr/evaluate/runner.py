@@ -29,9 +29,8 @@ class Scored:
     parsed: list[list[str | None]]
     reasons: list[list[str]]
     texts: list[list[str]]
-    env_tokens: np.ndarray | None = (
-        None  # (P, n) environment (tool) tokens of each conversation; `tokens` are the model's
-    )
+    env_tokens: np.ndarray | None = None  # (P, n) an environment's (tool) tokens; `tokens` are the model's
+    tool_calls: np.ndarray | None = None  # (P, n) tool calls of each conversation
     messages: list[list[list[dict[str, Any]]]] | None = None  # (P, n) each conversation after the prompt
     prompts: list[str] | None = None  # (P,) each problem's first prompt as the conversations began (tools included)
 
@@ -103,6 +102,7 @@ def score_conversations(
         reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in rows],
         texts=[finals[i * n : (i + 1) * n] for i in rows],
         env_tokens=np.array([t.env_tokens for t in trajs], dtype=np.int64).reshape(shape),
+        tool_calls=np.array([c.tool_calls for c in convs], dtype=np.int64).reshape(shape),
         messages=[[c.reply for c in convs[i * n : (i + 1) * n]] for i in rows],
         prompts=[tok.decode(trajs[i * n].prompt_ids) for i in rows],
     )

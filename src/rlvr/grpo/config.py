@@ -100,12 +100,6 @@ class TrainConfig(StrictModel):
         return v
 
     @model_validator(mode="after")
-    def _env_fits(self) -> TrainConfig:
-        if self.env is not None and self.eval_every:
-            raise ValueError("env: the trainer's dev evaluation of environments is not built yet; set eval_every: 0")
-        return self
-
-    @model_validator(mode="after")
     def _objective_resolves(self) -> TrainConfig:
         try:  # resolved once, here: the trainer reads `objective_config`
             self._objective = resolve(self.objective, self.objective_overrides.values())

@@ -91,18 +91,32 @@ def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner
     g, block = cfg.group_size, dist.block(len(probs))
     mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
-    if env is not None:
-        convs, trajs = env.run(model, tok, mine, g, cfg.sampling, generator=gen, sampler=sampler, bf16=cfg.bf16)
+    if env is not None:  # each rank runs its block of conversations (rows), in step with the others
+        convs, trajs = env.run(
+            model,
+            tok,
+            mine,
+            g,
+            cfg.sampling,
+            generator=gen,
+            sampler=sampler,
+            bf16=cfg.bf16,
+            row_offset=block.start * g,
+            total_rows=len(probs) * g,
+            any_live=dist.any if dist.world > 1 else None,
+        )
         t_gen = time.perf_counter() - t0
-        groups, stats = _score(_EnvCompletions.of(convs, trajs), mine, fmt, runner, cfg, ocfg, env=(convs, trajs))
-        total = torch.cat([gr.total for gr in groups])
-        return groups, _group_ok(total, g), t_gen, stats
-    comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
-        model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
-        bf16=cfg.bf16, entropy=True, row_offset=block.start * g, total_rows=len(probs) * g,
-    )  # fmt: skip  # called on every rank, even with no rows, so the sampling streams stay in step
-    t_gen = time.perf_counter() - t0
-    groups, stats = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else ([], _RoundStats(0.0, {}))
+        scored = (
+            _score(_EnvCompletions.of(convs, trajs), mine, fmt, runner, cfg, ocfg, env=(convs, trajs)) if mine else None
+        )
+    else:
+        comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
+            model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
+            bf16=cfg.bf16, entropy=True, row_offset=block.start * g, total_rows=len(probs) * g,
+        )  # fmt: skip  # called on every rank, even with no rows, so the sampling streams stay in step
+        t_gen = time.perf_counter() - t0
+        scored = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else None
+    groups, stats = scored or ([], _RoundStats(0.0, {}))
     if dist.world > 1:
         parts = dist.gather((groups, stats))
         groups = [gr for part, _ in parts for gr in part]
@@ -188,17 +202,19 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
     return groups, _RoundStats(scored.seconds, dict(scored.errors))
 
 
+@dataclass
 class _EnvCompletions(Completions):
+    logprobs: list[list[float]] | None = None  # the engine's, over every token (0 on the environment's)
+
     @classmethod
     def of(cls, convs, trajs: list[Trajectory]) -> _EnvCompletions:
-        texts = [c.answer for c in convs]
-        return cls(
-            list(range(len(trajs))),
-            [t.ids for t in trajs],
-            texts,
-            [t.truncated for t in trajs],
+        out = cls(
+            list(range(len(trajs))), [t.ids for t in trajs], [c.answer for c in convs], [t.truncated for t in trajs],
             [t.entropy for t in trajs],
-        )
+        )  # fmt: skip
+        if trajs and all(t.logprobs is not None for t in trajs):
+            out.logprobs = [list(t.logprobs or []) for t in trajs]
+        return out
 
 
 def _env_fields(convs, trajs: list[Trajectory], rows) -> dict[str, Any]:

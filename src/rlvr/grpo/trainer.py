@@ -16,6 +16,7 @@ import shutil
 import signal
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -25,7 +26,7 @@ import torch
 from rlvr.config import check_device
 from rlvr.envs import EnvRunner
 from rlvr.evaluate.metrics import pass_at_k
-from rlvr.evaluate.runner import sample_and_score
+from rlvr.evaluate.runner import Scored, sample_and_score, score_conversations
 from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.correction import correction_stats, resolve_correction
@@ -78,8 +79,6 @@ class GRPOTrainer:
         self.tok = load_tokenizer(self.model_path)
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
-        if cfg.env is not None and self.dist.world > 1:
-            raise ValueError("env: data-parallel training with environments is not built yet; run one process")
         self.env = EnvRunner.build(cfg.env, self.tok, self.fmt, s.system_prompt) if cfg.env is not None else None
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
         self._build_rollout()
@@ -425,24 +424,21 @@ class GRPOTrainer:
     # ------------------------------------------------------------------ metrics
     def evaluate(self) -> dict[str, float]:
         """Greedy accuracy and sampled pass@k on the dev split, logged apart from the reward."""
-        score = functools.partial(
-            sample_and_score,
-            self.model,
-            self.tok,
-            self.dev,
-            sampling=self.cfg.sampling,
-            formatter=self.fmt,
-            seed=self.cfg.seed + 7919 * self.step,
-            bf16=self.cfg.bf16,
-            verify=self.task.verify,
-        )
-        greedy = score(n=1, greedy=True)
-        sampled = score(n=self.cfg.eval_samples)
+        seed, s = self.cfg.seed + 7919 * self.step, self.cfg.sampling
+        score: Callable[..., Scored]
+        if self.env is not None:  # conversations with the environment, as training holds them
+            score = functools.partial(score_conversations, self.model, self.tok, self.dev, self.env, sampling=s)
+        else:
+            score = functools.partial(sample_and_score, self.model, self.tok, self.dev, sampling=s, formatter=self.fmt)
+        greedy = score(n=1, greedy=True, seed=seed, bf16=self.cfg.bf16, verify=self.task.verify)
+        sampled = score(n=self.cfg.eval_samples, seed=seed, bf16=self.cfg.bf16, verify=self.task.verify)
         c = sampled.correct.sum(1)
         n = self.cfg.eval_samples
         out = {"eval/dev/greedy_acc": float(greedy.correct.mean()), "eval/dev/pass@1": float(sampled.correct.mean())}
         out[f"eval/dev/pass@{n}"] = float(np.mean([pass_at_k(n, int(ci), n) for ci in c]))
         out["eval/dev/completion_len"] = float(sampled.tokens.mean())
+        if sampled.tool_calls is not None:
+            out["eval/dev/tool_use"] = float((sampled.tool_calls > 0).mean())
         return out
 
     # ------------------------------------------------------------------ loop

@@ -58,6 +58,7 @@ class Sampler:
         seed: int = 0,
         row_offset: int = 0,
         total_rows: int | None = None,
+        rows: Sequence[int] | None = None,
         entropy: bool = False,
         bf16: bool = False,
         chunk_size: int = 128,
@@ -68,8 +69,8 @@ class Sampler:
         if self.vllm is None:
             return sample(
                 model, tok, prompts, n, sampling, greedy=greedy, stop_ids=end_ids, generator=generator, seed=seed,
-                row_offset=row_offset, total_rows=total_rows, entropy=entropy, bf16=bf16, chunk_size=chunk_size,
-                fast=self.engine == "fast",
+                row_offset=row_offset, total_rows=total_rows, rows=rows, entropy=entropy, bf16=bf16,
+                chunk_size=chunk_size, fast=self.engine == "fast",
             )  # fmt: skip
         base = int(torch.randint(0, 2**62, (1,), generator=generator)) if generator is not None else seed
         out = self.vllm.generate(
@@ -78,7 +79,7 @@ class Sampler:
             sampling,
             greedy=greedy,
             stop_ids=list(end_ids),
-            seed=base + row_offset,
+            seed=base + (rows[0] if rows else row_offset),
             tokenizer=tok,
         )
         if entropy:  # vLLM reports no entropy of the sampling distribution

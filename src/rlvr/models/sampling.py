@@ -206,6 +206,7 @@ def sample(
     entropy: bool = False,
     row_offset: int = 0,
     total_rows: int | None = None,
+    rows: Sequence[int] | None = None,
 ) -> Completions:
     """Sample `n` completions for each prompt with the settings of `sampling` (default
     `SamplingConfig()`), passed whole to the decoding loop; `greedy=True` decodes greedily.
@@ -225,12 +226,17 @@ def sample(
     `row_offset` and `total_rows` place these prompts' rows inside a larger call: a data-parallel
     rank that samples its block of a global batch draws exactly the tokens the one-process call
     over the whole batch draws for those rows (the uniforms depend on the global row index only).
+    `rows` gives each row's global index instead (a multi-turn round samples only the conversations
+    still going, each under its own index).
     """
     s = sampling or SamplingConfig()
     gen = generator if generator is not None else torch.Generator().manual_seed(seed)
     base = int(torch.randint(0, 2**62, (1,), generator=gen))
     encoded = encode_prompts(tokenizer, prompts)
     order = [i for i in range(len(prompts)) for _ in range(n)]
+    if rows is not None and len(rows) != len(order):
+        raise ValueError(f"rows: {len(rows)} global row indices for {len(order)} rows")
+    global_rows = torch.tensor(rows, dtype=torch.long) if rows is not None else torch.arange(len(order)) + row_offset
     stop_set = set(stop_ids) if stop_ids is not None else {tokenizer.eos_token_id}
     stop_hit, pad_id = stop_string_checker(tokenizer, s.stop), tokenizer.pad_token_id
     was_training = model.training
@@ -242,10 +248,10 @@ def sample(
     try:
         decoder = make_decoder(model, fast, bf16)
         for start in range(0, len(order), chunk_size):
-            rows = order[start : start + chunk_size]
+            chunk = order[start : start + chunk_size]
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
-                    decoder, [encoded[i] for i in rows], torch.arange(start, start + len(rows)) + row_offset, s,
+                    decoder, [encoded[i] for i in chunk], global_rows[start : start + len(chunk)], s,
                     greedy=greedy, stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base,
                     total=total_rows or len(order), device=device, entropy=entropy,
                 )  # fmt: skip

@@ -18,9 +18,25 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["TinyConfig", "build_tokenizer", "build_tiny_model", "SPECIAL_TOKENS"]
+__all__ = ["CHAT_TEMPLATE", "TOOL_TOKENS", "TinyConfig", "build_tokenizer", "build_tiny_model", "SPECIAL_TOKENS"]
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>"]
+# Hermes tool-call markers, one token each and not special (a turn's text keeps them when decoded)
+TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+# The tiny model's chat template: the plain `Q: ... A:` format as turns. An assistant turn ends with
+# `</s>` and a newline the model never samples (ChatML's shape); tool results come back inside
+# <tool_response>; the tools' schemas are not rendered (a 1M-parameter model learns its one tool's
+# call from demonstrations, and the schema would cost ~100 tokens a prompt).
+CHAT_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m['role'] == 'system' -%}{{ m['content'] }}{{ '\\n' }}"
+    "{%- elif m['role'] == 'user' -%}Q: {{ m['content'] }}{{ '\\n' }}"
+    "{%- elif m['role'] == 'assistant' -%}A:{{ m['content'] }}</s>{{ '\\n' }}"
+    "{%- elif m['role'] == 'tool' -%}<tool_response>{{ m['content'] }}</tool_response>{{ '\\n' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}A:{%- endif -%}"
+)
 
 # One token per: `<<`, `>>`, `####` (each with an optional leading space), newline, a word with its
 # leading space, one digit, one other symbol with its leading space, a run of spaces.
@@ -47,11 +63,12 @@ class TinyConfig(BaseModel):
         return self
 
 
-def build_tokenizer(texts: Iterable[str]):  # -> transformers.PreTrainedTokenizerFast
+def build_tokenizer(texts: Iterable[str], *, chat: bool = False):  # -> transformers.PreTrainedTokenizerFast
     """A word-level, digit-split, byte-level-decoded tokenizer whose vocabulary is `texts`' words.
 
     All 10 digits and the printable ASCII symbols are always in the vocabulary, so any number and
-    any arithmetic can be written even if the training text never used it.
+    any arithmetic can be written even if the training text never used it. `chat` adds
+    `CHAT_TEMPLATE` and the tool-call markers (`TOOL_TOKENS`, for environments: docs/environments.md).
 
     >>> tok = build_tokenizer(["Tom has 12 apples .\\n#### 12"])
     >>> tok.convert_ids_to_tokens(tok(" Tom has 30")["input_ids"])
@@ -59,7 +76,7 @@ def build_tokenizer(texts: Iterable[str]):  # -> transformers.PreTrainedTokenize
     >>> tok.decode(tok("Tom has 30 apples")["input_ids"])
     'Tom has 30 apples'
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
@@ -78,9 +95,13 @@ def build_tokenizer(texts: Iterable[str]):  # -> transformers.PreTrainedTokenize
     always += [" " + " ".join(words), "\n".join(words)]
     trainer = trainers.WordLevelTrainer(special_tokens=SPECIAL_TOKENS, min_frequency=1)
     tok.train_from_iterator([*always, *texts], trainer)
-    return PreTrainedTokenizerFast(
+    out = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
     )
+    if chat:
+        out.add_tokens([AddedToken(t, normalized=False) for t in TOOL_TOKENS])
+        out.chat_template = CHAT_TEMPLATE
+    return out
 
 
 def build_tiny_model(tokenizer, cfg: TinyConfig | None = None, *, seed: int = 0):  # -> LlamaForCausalLM
@@ -107,10 +128,13 @@ def build_tiny_model(tokenizer, cfg: TinyConfig | None = None, *, seed: int = 0)
         return LlamaForCausalLM(config)
 
 
-def build_for_task(out_dir: str | Path, texts: Iterable[str], cfg: TinyConfig | None = None, seed: int = 0) -> Path:
-    """Build tokenizer and model from task text and save both to `out_dir` (HF format)."""
+def build_for_task(
+    out_dir: str | Path, texts: Iterable[str], cfg: TinyConfig | None = None, seed: int = 0, *, chat: bool = False
+) -> Path:
+    """Build tokenizer (`chat`: with the chat template and tool markers) and model from task text and
+    save both to `out_dir` (HF format)."""
     out = Path(out_dir)
-    tok = build_tokenizer(texts)
+    tok = build_tokenizer(texts, chat=chat)
     model = build_tiny_model(tok, cfg, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(out)

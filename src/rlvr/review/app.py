@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rlvr.review.highlight import TextView, annotate
 from rlvr.review.items import load_slice
 from rlvr.review.store import CATEGORIES, DB_FILE, Conflict, LabelError, LabelStore, StoredLabel, parse_label
+from rlvr.runs import conversation_text
 from rlvr.runs.review import ReviewedEval
 from rlvr.tasks import Step
 
@@ -140,7 +141,9 @@ class _Review:
             **item.model_dump(include=set(ItemView.model_fields) - own),
             index=index,
             gold_steps=gold_steps,
-            completion_view=annotate(item.completion, gold_steps),
+            completion_view=annotate(
+                conversation_text(item.messages) if item.messages else item.completion, gold_steps
+            ),
             gold_view=annotate(item.gold_solution),
             label=self.store.get(item.item_id, reviewer) if reviewer else None,
         )

@@ -41,7 +41,7 @@ DIMENSIONS = ("verdict", "reward", "length", "disagreement", "difficulty")
 _SLICE_KEYS = (
     "item_id", "index", "strata", "problem_id", "sample", "question", "gold", "gold_solution", "gold_steps",
     "n_steps", "completion", "parsed", "correct", "reason", "tokens", "truncated", "temperature", "process_score",
-    "rewards", "verifier2_correct",
+    "rewards", "verifier2_correct", "messages",
 )  # fmt: skip
 
 
@@ -207,7 +207,8 @@ def _build(eval_dir: Path, n: int, seed: int) -> tuple[list[SliceItem], SliceExp
 
 def _slice_line(item: SliceItem) -> str:
     row = item.model_dump(mode="json")
-    return json.dumps({k: row[k] for k in _SLICE_KEYS}, ensure_ascii=False) + "\n"
+    keep = [k for k in _SLICE_KEYS if k != "messages" or row[k] is not None]  # a conversation only when there is one
+    return json.dumps({k: row[k] for k in keep}, ensure_ascii=False) + "\n"
 
 
 def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None = None, force: bool = False) -> Path:

@@ -78,6 +78,7 @@ class ReviewSample(BaseModel):
     process_score: float | None = None
     rewards: dict[str, float | None] | None = None
     verifier2_correct: bool | None = None
+    messages: list[dict[str, Any]] | None = None  # an environment's conversation, tool turns included
 
     @model_validator(mode="after")
     def _steps(self) -> ReviewSample:

@@ -46,11 +46,13 @@ from rlvr.runs.records import (
     RewardAudit,
     Sample,
     TrainSample,
+    conversation_text,
     read_manifest,
     read_samples,
 )
 
 __all__ = [
+    "conversation_text",
     "Interruption",
     "DataRef",
     "EvalResult",

@@ -32,6 +32,7 @@ __all__ = [
     "RewardAudit",
     "Sample",
     "TrainSample",
+    "conversation_text",
     "load_record",
     "read_manifest",
     "read_record",
@@ -186,6 +187,27 @@ class Sample(Record):
     gold_solution: str | None = None  # evaluation
     parsed: str | None = None  # evaluation
     reason: str | None = None  # evaluation: the verifier's reason
+    messages: list[dict[str, Any]] | None = None  # an environment's conversation after the prompt
+
+    @property
+    def text(self) -> str | None:
+        """What the model wrote: the completion, or with an environment the whole conversation."""
+        return conversation_text(self.messages) if self.messages else self.completion
+
+
+def conversation_text(messages: list[dict[str, Any]]) -> str:
+    """A conversation as one text to read, each turn behind its role (a tool's with its name).
+
+    >>> print(conversation_text([{"role": "assistant", "content": "<tool_call>...</tool_call>"},
+    ...                          {"role": "tool", "name": "calc", "content": "28"}]))
+    assistant: <tool_call>...</tool_call>
+    tool (calc): 28
+    """
+    out = []
+    for m in messages:
+        role = f"tool ({m['name']})" if m.get("role") == "tool" and m.get("name") else str(m.get("role"))
+        out.append(f"{role}: {m.get('content', '')}")
+    return "\n".join(out)
 
 
 class TrainSample(Record):
