@@ -43,10 +43,7 @@ def build_context(
     paths = [Path(p) for p in eval_dirs] or (discover_evals(run) if discover else [])
     evals = [load_eval_run(p) for p in dict.fromkeys(paths)]
     abl_paths = [Path(p) for p in ablations] + (discover_ablations(run) if discover else [])
-    abl_runs = []
-    for p in dict.fromkeys(q.resolve() for q in abl_paths):
-        if p != run.path.resolve():
-            abl_runs.append(load_train_run(p))
+    abl_runs = [load_train_run(p) for p in dict.fromkeys(q.resolve() for q in abl_paths) if p != run.path.resolve()]
     assign_roles(run, evals, abl_runs)
     return AuditContext(run, evals, abl_runs, second_verifier=second_verifier)
 

@@ -73,16 +73,8 @@ class CheckResult:
 
     def record(self) -> dict[str, Any]:
         """As audit.json keeps it."""
-        return {
-            "title": self.title,
-            "about": self.about,
-            "name": self.name,
-            "status": self.status,
-            "summary": self.summary,
-            "evidence": self.evidence,
-            "examples": list(self.examples),
-            "tables": self.tables,
-        }
+        keys = ("title", "about", "name", "status", "summary", "evidence", "examples", "tables")
+        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass(frozen=True)

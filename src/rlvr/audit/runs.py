@@ -137,10 +137,6 @@ class EvalRun:
         preset = str(self.result.preset or self.config.get("preset") or "")
         return (self.task, preset, self.split, str(self.result.data_hash or ""))
 
-    def metric(self, name: str) -> runs.Metric | None:
-        """The metric `name` when it has a value."""
-        return self.result.metric(name)
-
     def samples(self) -> list[runs.Sample]:
         """Rows of samples.jsonl (read once)."""
         if self._samples is None:
@@ -186,11 +182,7 @@ def _resolve(spec: str, anchors: list[Path]) -> Path:
 
 
 def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Path | None:
-    """The run folder a model path belongs to: `X/model` and `X/checkpoints/step-N` give `X`.
-
-    >>> str(model_key("/runs/grpo/checkpoints/step-000100")), str(model_key("/runs/base/model"))
-    ('/runs/grpo', '/runs/base')
-    """
+    """The run folder a model path belongs to: `X/model` and `X/checkpoints/step-N` give `X`."""
     if spec is None or str(spec) in ("", "tiny"):
         return None
     p = _resolve(str(spec), [Path.cwd(), *(anchors or [])])

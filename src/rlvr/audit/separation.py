@@ -84,7 +84,7 @@ def _late(run: TrainRun, key: str) -> float | None:
 
 def _eval_value(evals: list[EvalRun], split: str, metric: str = "pass@1") -> float | None:
     for ev in evals:
-        m = ev.metric(metric)
+        m = ev.result.metric(metric)
         if ev.split == split and m is not None and m.value is not None:
             return float(m.value)
     return None

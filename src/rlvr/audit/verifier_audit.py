@@ -283,13 +283,9 @@ def audit_verifier(
     max_second: int = 400,
     max_examples: int = 8,
 ) -> VerifierEvidence:
-    """Recall, specificity and adversarial rejection of the verifier on probes of `golds`.
-
-    `verify(completion, gold)` returns a `Verdict` (a task's verifier) or a bool; it defaults to
-    `rlvr.verify.verify_answer`.
-    Returns the three rates, per-form counts, failing examples (form, completion, gold, verdict) and,
-    when a second verifier is installed and `use_second`, its disagreement with ours.
-    """
+    """Recall, specificity and adversarial rejection of `verify(completion, gold)` (a task's verifier,
+    returning a `Verdict`, or a bool; default `rlvr.verify.verify_answer`) on probes of `golds`, with
+    per-form counts, failing examples and, under `use_second`, a second verifier's disagreement."""
     probes = make_probes(golds, max_golds)
     verdicts = [(verify or verify_answer)(p.completion, p.gold) for p in probes]
     ours = [v.correct if isinstance(v, Verdict) else bool(v) for v in verdicts]

@@ -13,8 +13,6 @@ from rlvr.audit.result import Check, CheckResult
 
 __all__ = [
     "CHECKS",
-    "Check",
-    "CheckResult",
     "run_checks",
     "check_contamination",
     "check_drift",
@@ -40,13 +38,11 @@ CHECKS: dict[str, Check] = {
 """The checks in the report's order; a new check is one line here."""
 
 
-def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckResult]:
-    """Run the checks in order (all, or those named in `only`). A check that crashes is reported as
-    a failed check naming the error, so one broken input never hides the other verdicts."""
+def run_checks(ctx: AuditContext) -> list[CheckResult]:
+    """Run the checks in order. A check that crashes is reported as a failed check naming the error,
+    so one broken input never hides the other verdicts."""
     out = []
-    for name, c in CHECKS.items():
-        if only is not None and name not in only:
-            continue
+    for c in CHECKS.values():
         try:
             out.append(c(ctx))
         except Exception as e:  # noqa: BLE001 - reported as the check's verdict

@@ -84,7 +84,7 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
     rows: list[MetricRow] = []
     problems: list[str] = []
     for n in names:
-        b, t = base.metric(n), trained.metric(n)
+        b, t = base.result.metric(n), trained.result.metric(n)
         if b is None or t is None:
             continue
         bt, tt = b.tokens_per_problem, t.tokens_per_problem
