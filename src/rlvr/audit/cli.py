@@ -1,11 +1,5 @@
 """The `rlvr audit` command: `audit_command`, a plain function the top-level CLI calls (this module
-never imports `rlvr.cli`):
-
-    rlvr audit RUN_DIR [--eval EVAL_DIR ...] [--ablation RUN_DIR ...] [--out DIR] [--strict]
-
-Exit status: 0 when the report was written (and, under `--strict`, no check failed), 1 under
-`--strict` when any check failed, 2 with a one-line reason on bad input.
-"""
+never imports `rlvr.cli`); flags and exit status: docs/audit.md."""
 
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
-"""Overlap between training and evaluation problems: word n-grams, exact and templated duplicates.
-
-Questions are compared as lower-cased word sequences (`words`: letters and digits, thousands
-separators dropped, so `$1,000` and `1000` read alike). Three measures per evaluation item:
-
-- **n-gram overlap**: the share of the item's word 8-grams that occur anywhere in the training
-  questions (exact, hashed n-gram sets). An item is *n-gram contaminated* when more than half of
-  its 8-grams do; a question shorter than 8 words is one n-gram, itself.
-- **exact duplicate**: the item's normalised question equals a training question's.
-- **template match**: the item equals a training question after every number is masked.
-
-Why no MinHash: exact sets have no false negatives and are fast at this size (GSM8K's 7,100 train
-questions hash in about 0.3 s, 20,000 arith questions in about 1 s); MinHash/LSH (e.g. `datasketch`)
-only pays at millions of documents. Paraphrased near-duplicates of natural-language problems share
-most of their 8-grams, so the n-gram rule finds them.
-
-Templated data (the synthetic `arith` task) shares template phrases by construction: most of an arith
-test question's 8-grams occur in training although the question itself never does. For such data
-the n-gram rule says nothing about items, and the audit judges exact duplicates instead, plus the
-task's own construction (`Task.construction`): test/dev questions hash into their own split, and
-holdout questions use templates training never sees.
-"""
+"""Overlap between training and evaluation questions (check 4): word 8-gram overlap, exact and
+templated duplicates (`build_index`, `contamination_report`). The measures, why exact n-gram sets
+rather than MinHash, and templated data: docs/audit.md, "4. Contamination"."""
 
 from __future__ import annotations
 
@@ -35,7 +16,6 @@ __all__ = [
     "contamination_report",
     "masked",
     "ngrams",
-    "normalise",
     "words",
 ]
 
@@ -78,24 +58,12 @@ _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words and numbers, punctuation dropped.
-
-    >>> words("Ann has $1,000.50 and 3 cats.")
-    ['ann', 'has', '1000.50', 'and', '3', 'cats']
-    """
+    """Lower-cased words and numbers, punctuation and thousands separators dropped: `$1,000` reads `1000`."""
     return _WORD.findall(_THOUSANDS.sub("", text.lower()))
 
 
-def normalise(text: str) -> str:
-    return " ".join(words(text))
-
-
 def masked(text: str) -> str:
-    """The question with every number replaced by `#` (its template, for templated data).
-
-    >>> masked("Tom has 12 pens . He buys 3 more .")
-    'tom has # pens he buys # more'
-    """
+    """The question's words with every number replaced by `#` (its template, for templated data)."""
     return " ".join("#" if w[0].isdigit() else w for w in words(text))
 
 
@@ -158,14 +126,14 @@ class _Item:
 def _item(index: TrainIndex, item_id: str, question: str) -> _Item:
     ws = words(question)
     grams = ngrams(ws, index.n)
-    return _Item(item_id, question, grams, len(grams & index.grams), index.exact.get(" ".join(ws)),
-                 masked(question) in index.templates)  # fmt: skip
+    exact, template = index.exact.get(" ".join(ws)), masked(question) in index.templates
+    return _Item(item_id, question, grams, len(grams & index.grams), exact, template)
 
 
 def _example(index: TrainIndex, it: _Item) -> Example:
     j = it.exact if it.exact is not None else index.closest(it.grams)
-    return Example(it.id, it.question, round(it.overlap, 3), it.exact is not None,
-                   index.ids[j] if j is not None else None, index.questions[j] if j is not None else None)  # fmt: skip
+    train_id, train_question = (index.ids[j], index.questions[j]) if j is not None else (None, None)
+    return Example(it.id, it.question, round(it.overlap, 3), it.exact is not None, train_id, train_question)
 
 
 def contamination_report(

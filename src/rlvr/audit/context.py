@@ -131,16 +131,14 @@ class AuditContext:
 
     @functools.cached_property
     def train_problems(self) -> LoadedProblems:
-        c = self.run.config
-        m = self.run.manifest
+        c, m = self.run.config, self.run.manifest
         return _load(m, "train", c, c.get("task"), c.get("n_train"), m.data_hash("train"))
 
     @functools.cached_property
     def dev_problems(self) -> LoadedProblems | None:
-        c = self.run.config
+        c, m = self.run.config, self.run.manifest
         if not c.get("eval_every"):
             return None
-        m = self.run.manifest
         return _load(m, "dev", c, c.get("task"), c.get("eval_n"), m.data_hash("dev"))
 
     def eval_problems(self, ev: EvalRun) -> LoadedProblems:

@@ -9,13 +9,15 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
+
+from rlvr.audit.context import finite  # noqa: E402
 
 if TYPE_CHECKING:
     from rlvr.audit.checks.data import ContaminationEvidence, HoldoutEvidence
@@ -37,10 +39,6 @@ def png(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _ok(x: Any) -> bool:
-    return isinstance(x, int | float) and math.isfinite(x)
-
-
 def compute(ev: MatchedComputeEvidence) -> Figure | None:
     pairs = ev.pairs
     if not pairs:
@@ -52,7 +50,7 @@ def compute(ev: MatchedComputeEvidence) -> Figure | None:
                 (r for r in pair.metrics if (m := _MULTI.match(r[0])) and m.group(1) == fam), key=lambda r: r[2] or 0
             )
             for who, vi, ti, color in (("base", 1, 2, _BASE), ("trained", 3, 4, _TRAINED)):
-                pts = [(r[ti], r[vi]) for r in rows if _ok(r[ti]) and _ok(r[vi])]
+                pts = [(r[ti], r[vi]) for r in rows if finite(r[ti]) and finite(r[vi])]
                 if pts:
                     ax.plot(*zip(*pts, strict=True), style, color=color, label=f"{who} {fam}@k", ms=4)
         for r in pair.metrics:
@@ -68,7 +66,7 @@ def compute(ev: MatchedComputeEvidence) -> Figure | None:
 
 def verifier(ev: VerifierEvidence) -> Figure | None:
     rates = {"recall": ev.recall, "specificity": ev.specificity, "rejection": ev.rejection}
-    names = [k for k, v in rates.items() if _ok(v)]
+    names = [k for k, v in rates.items() if finite(v)]
     if not names:
         return None
     fig, ax = plt.subplots(figsize=(5, 2.2))
@@ -92,7 +90,7 @@ def _series_fig(panels: Sequence[tuple[str, Sequence[tuple[str, Series | None]]]
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 2.8 * rows), squeeze=False)
     for ax, (title, lines) in zip(axes.flat, drawn, strict=False):
         for label, s in lines:
-            pts = [(x, y) for x, y in zip(s.steps, s.values, strict=True) if _ok(y)]
+            pts = [(x, y) for x, y in zip(s.steps, s.values, strict=True) if finite(y)]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="." if len(pts) < 30 else None, label=label)
         ax.set(title=title, xlabel="step")

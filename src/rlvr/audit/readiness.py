@@ -1,13 +1,5 @@
-"""`rlvr audit RUN_DIR`: gather the evidence that a GRPO result is publishable into one report.
-
-    result = run_audit("runs/demo/grpo", ["runs/demo/evals/base-test", "runs/demo/evals/grpo-test"])
-    result.status            # "pass" | "warn" | "fail": the worst of the checks
-    result.files["html"]     # runs/demo/grpo/audit/report.html (also report.md and audit.json)
-
-Reads only run folders. Without `eval_dirs`, evaluation folders near the run are used (its parent
-folder and one level below, e.g. the demo's `evals/*`); ablations are the `ablations` given plus
-sibling GRPO runs from the same base trained with only correctness or only format rewards.
-"""
+"""`run_audit(RUN_DIR, eval_dirs)`: load the run folders (`build_context`; evaluations and ablations
+found near the run when not given), run the checks and write the report; docs/audit.md."""
 
 from __future__ import annotations
 
@@ -51,10 +43,7 @@ def build_context(
     paths = [Path(p) for p in eval_dirs] or (discover_evals(run) if discover else [])
     evals = [load_eval_run(p) for p in dict.fromkeys(paths)]
     abl_paths = [Path(p) for p in ablations] + (discover_ablations(run) if discover else [])
-    abl_runs = []
-    for p in dict.fromkeys(q.resolve() for q in abl_paths):
-        if p != run.path.resolve():
-            abl_runs.append(load_train_run(p))
+    abl_runs = [load_train_run(p) for p in dict.fromkeys(q.resolve() for q in abl_paths) if p != run.path.resolve()]
     assign_roles(run, evals, abl_runs)
     return AuditContext(run, evals, abl_runs, second_verifier=second_verifier)
 

@@ -1,7 +1,6 @@
-"""Write the audit's three files: `report.html` (self-contained: inline CSS, plots as base64 PNG,
-no script), `report.md` (the same verdicts and tables as text) and `audit.json` (every check's
-status, summary, evidence and examples; NaN written as null). All three draw from one
-`AuditResult`; each check's figure is drawn by the function its declaration names."""
+"""Write the audit's three files from one `AuditResult`: report.html (self-contained), report.md and
+audit.json (docs/audit.md, "Outputs"); each check's figure is drawn by the function its declaration
+names."""
 
 from __future__ import annotations
 
@@ -46,8 +45,10 @@ def figures(checks: list[CheckResult]) -> dict[str, str]:
 def _explain(report: AuditResult) -> dict[str, str]:
     """Per check, the note the report prints under its summary (contamination: why a templated task
     is judged on whole items)."""
-    return {c.name: (c.evidence.explanation or "") if isinstance(c.evidence, ContaminationEvidence) else ""
-            for c in report.checks}  # fmt: skip
+    return {
+        c.name: (c.evidence.explanation or "") if isinstance(c.evidence, ContaminationEvidence) else ""
+        for c in report.checks
+    }
 
 
 def render_html(r: AuditResult, plots: dict[str, str] | None = None) -> str:
@@ -56,10 +57,19 @@ def render_html(r: AuditResult, plots: dict[str, str] | None = None) -> str:
     )
     env.filters["na"] = _na
     return env.get_template("report.html.j2").render(
-        run_name=Path(r.run_dir).name, run_dir=str(r.run_dir), created=r.created, schema=SCHEMA, status=r.status,
-        counts=r.counts, strict=r.strict, evaluations=r.evals, ablations=r.ablations, checks=r.checks,
-        explain=_explain(r), plots=plots or {},
-    )  # fmt: skip
+        run_name=Path(r.run_dir).name,
+        run_dir=str(r.run_dir),
+        created=r.created,
+        schema=SCHEMA,
+        status=r.status,
+        counts=r.counts,
+        strict=r.strict,
+        evaluations=r.evals,
+        ablations=r.ablations,
+        checks=r.checks,
+        explain=_explain(r),
+        plots=plots or {},
+    )
 
 
 def _md_cell(x: object) -> str:

@@ -1,10 +1,6 @@
-"""A readiness check declared once (`Check`: its name, title, what it checks, its evidence record,
-the function that runs it and the figure that draws it), a check's verdict (`CheckResult`), the whole
-audit's result (`AuditResult`, which `to_json` writes as audit.json), the base of every evidence
-record, and small formatting helpers.
-
-Adding a check is one module (its evidence `Record`, its function, its `Check`) and one line in
-`rlvr.audit.checks.CHECKS`; the report, the plots and audit.json read the declaration."""
+"""A readiness check declared once (`Check`, by `@check`), its verdict (`CheckResult`), the audit's
+result (`AuditResult`, whose `to_json` is audit.json) and small formatting helpers. Adding a check:
+docs/audit.md."""
 
 from __future__ import annotations
 
@@ -23,9 +19,18 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "SCHEMA", "AuditResult", "Check", "CheckResult", "EvalRead", "Record", "Status", "Table", "check", "fmt",
-    "table", "worst",
-]  # fmt: skip
+    "SCHEMA",
+    "AuditResult",
+    "Check",
+    "CheckResult",
+    "EvalRead",
+    "Record",
+    "Status",
+    "Table",
+    "check",
+    "fmt",
+    "worst",
+]
 
 SCHEMA = "rlvr.audit/1"
 Status = Literal["pass", "warn", "fail"]
@@ -68,9 +73,8 @@ class CheckResult:
 
     def record(self) -> dict[str, Any]:
         """As audit.json keeps it."""
-        return {"title": self.title, "about": self.about, "name": self.name, "status": self.status,
-                "summary": self.summary, "evidence": self.evidence, "examples": list(self.examples),
-                "tables": self.tables}  # fmt: skip
+        keys = ("title", "about", "name", "status", "summary", "evidence", "examples", "tables")
+        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass(frozen=True)
@@ -106,10 +110,6 @@ def check(
 def worst(statuses: Sequence[str]) -> Status:
     """The most severe status (pass < warn < fail); pass for none."""
     return "fail" if "fail" in statuses else "warn" if "warn" in statuses else "pass"
-
-
-def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
-    return Table(title, columns, rows)
 
 
 def fmt(x: Any, spec: str = ".3f") -> str:
@@ -148,8 +148,16 @@ class AuditResult:
     def to_json(self) -> dict[str, Any]:
         """audit.json's contents (NaN still NaN: `runs.write_json` writes it as null)."""
         return to_jsonable_python(
-            {"schema": SCHEMA, "created": self.created, "run_dir": str(self.run_dir), "status": self.status,
-             "counts": self.counts, "strict": self.strict, "evaluations": self.evals, "ablations": self.ablations,
-             "checks": [c.record() for c in self.checks]},
+            {
+                "schema": SCHEMA,
+                "created": self.created,
+                "run_dir": str(self.run_dir),
+                "status": self.status,
+                "counts": self.counts,
+                "strict": self.strict,
+                "evaluations": self.evals,
+                "ablations": self.ablations,
+                "checks": [c.record() for c in self.checks],
+            },
             by_alias=True,
-        )  # fmt: skip
+        )

@@ -1,23 +1,14 @@
-"""Read run folders for the audit: the GRPO run, its evaluations and its ablations.
-
-The audit reads only what commands wrote into run folders (DESIGN.md, "Runs"): `config.yaml`,
-`manifest.json`, `metrics.jsonl`, `samples/train.jsonl`, and for evaluations `eval.json` and
-`samples.jsonl`. Bad input raises `AuditInputError` with a one-line message naming the file.
-
-Which evaluation is of which model: an evaluation's `model` (its config.yaml `model`, or the
-resolved `model` in eval.json) belongs to the run folder it points into: `X/model` and
-`X/checkpoints/step-N` both belong to run `X`. An evaluation of the audited run is `trained`, one of
-the run folder the train config's `model` names is `base`, one of an ablation run is `ablation`.
-Relative model paths are read against the working directory, then against each folder above the
-audited run (a demo run written with `--out runs/demo` names its base `runs/demo/base`).
-"""
+"""Read run folders for the audit (the GRPO run, its evaluations, its ablations) and tell which
+evaluation is of which model (`assign_roles`); bad input raises `AuditInputError`, one line naming the
+file. What is read and how roles are assigned: docs/audit.md, "Inputs"."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rlvr import runs
 from rlvr.runs.metrics import MetricsLog, read_metrics
@@ -37,6 +28,7 @@ __all__ = [
     "read_samples",
 ]
 
+R = TypeVar("R")
 CORRECTNESS_REWARDS = ("outcome", "process", "hybrid")
 FORMAT_REWARDS = ("format_exact", "format_approx", "format_gsm8k")
 
@@ -45,37 +37,22 @@ class AuditInputError(ValueError):
     """A run folder the audit cannot read; the message is one line naming the file."""
 
 
+def _read(read: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    """`read(*args, **kwargs)` of the run files, a file that does not read raised as AuditInputError."""
+    try:
+        return read(*args, **kwargs)
+    except runs.RunFileError as e:
+        raise AuditInputError(str(e)) from None
+
+
 def _read_manifest(folder: Path) -> runs.Manifest:
     """The folder's manifest.json (an empty one when the folder has none)."""
-    if not (folder / "manifest.json").is_file():
-        return runs.Manifest()
-    try:
-        return runs.read_manifest(folder)
-    except runs.RunFileError as e:
-        raise AuditInputError(str(e)) from None
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        return runs.read_yaml(path)
-    except runs.RunFileError as e:
-        raise AuditInputError(str(e)) from None
-
-
-def _read_metrics(path: Path) -> MetricsLog:
-    """A run's metrics.jsonl; a bad line raises AuditInputError."""
-    try:
-        return read_metrics(path)
-    except runs.RunFileError as e:
-        raise AuditInputError(str(e)) from None
+    return _read(runs.read_manifest, folder) if (folder / "manifest.json").is_file() else runs.Manifest()
 
 
 def read_samples(path: Path) -> list[runs.Sample]:
     """A samples file's rows (missing file: none); a bad row raises AuditInputError."""
-    try:
-        return runs.read_samples(path, missing_ok=True)
-    except runs.RunFileError as e:
-        raise AuditInputError(str(e)) from None
+    return _read(runs.read_samples, path, missing_ok=True)
 
 
 def _num(value: Any) -> float:
@@ -160,10 +137,6 @@ class EvalRun:
         preset = str(self.result.preset or self.config.get("preset") or "")
         return (self.task, preset, self.split, str(self.result.data_hash or ""))
 
-    def metric(self, name: str) -> runs.Metric | None:
-        """The metric `name` when it has a value."""
-        return self.result.metric(name)
-
     def samples(self) -> list[runs.Sample]:
         """Rows of samples.jsonl (read once)."""
         if self._samples is None:
@@ -178,14 +151,14 @@ def load_train_run(path: Path) -> TrainRun:
         raise AuditInputError(f"{path}: no such run folder")
     if not (path / "config.yaml").is_file():
         raise AuditInputError(f"{path}: not a run folder (no config.yaml)")
-    config = _read_yaml(path / "config.yaml")
+    config = _read(runs.read_yaml, path / "config.yaml")
     manifest = _read_manifest(path)
     if manifest.command not in (None, "train") or not isinstance(config.get("rewards"), list):
         what = manifest.command or "unknown"
         raise AuditInputError(f"{path}: not a GRPO training run (command {what!r}, no rewards in config.yaml)")
     if not (path / "metrics.jsonl").is_file():
         raise AuditInputError(f"{path}: no metrics.jsonl")
-    return TrainRun(path, config, manifest, _read_metrics(path / "metrics.jsonl"))
+    return TrainRun(path, config, manifest, _read(read_metrics, path / "metrics.jsonl"))
 
 
 def load_eval_run(path: Path) -> EvalRun:
@@ -193,11 +166,8 @@ def load_eval_run(path: Path) -> EvalRun:
     path = Path(path)
     if not (path / "eval.json").is_file():
         raise AuditInputError(f"{path}: not an evaluation folder (no eval.json)")
-    try:
-        result = runs.read_eval(path)
-    except runs.RunFileError as e:
-        raise AuditInputError(str(e)) from None
-    config = _read_yaml(path / "config.yaml") if (path / "config.yaml").is_file() else {}
+    result = _read(runs.read_eval, path)
+    config = _read(runs.read_yaml, path / "config.yaml") if (path / "config.yaml").is_file() else {}
     return EvalRun(path, config, _read_manifest(path), result)
 
 
@@ -212,11 +182,7 @@ def _resolve(spec: str, anchors: list[Path]) -> Path:
 
 
 def model_key(spec: str | Path | None, anchors: list[Path] | None = None) -> Path | None:
-    """The run folder a model path belongs to: `X/model` and `X/checkpoints/step-N` give `X`.
-
-    >>> str(model_key("/runs/grpo/checkpoints/step-000100")), str(model_key("/runs/base/model"))
-    ('/runs/grpo', '/runs/base')
-    """
+    """The run folder a model path belongs to: `X/model` and `X/checkpoints/step-N` give `X`."""
     if spec is None or str(spec) in ("", "tiny"):
         return None
     p = _resolve(str(spec), [Path.cwd(), *(anchors or [])])
@@ -306,12 +272,8 @@ def reward_kind(name: str) -> str:
 
 def ablation_kind(run: TrainRun) -> str | None:
     """`correctness-only` or `format-only` when every reward of the run is of that kind."""
-    kinds = {reward_kind(r.name) for r in run.rewards}
-    if kinds == {"correctness"}:
-        return "correctness-only"
-    if kinds == {"format"}:
-        return "format-only"
-    return None
+    only = {reward_kind(r.name) for r in run.rewards}
+    return f"{only.pop()}-only" if only in ({"correctness"}, {"format"}) else None
 
 
 def discover_ablations(run: TrainRun) -> list[Path]:

@@ -1,15 +1,6 @@
-"""Reward separation: how much of the training reward came from correctness and how much from format.
-
-Each configured reward `j` (config.yaml `rewards: [{name, weight}]`) contributes `w_j * mean_j(t)` at
-step `t` (metrics.jsonl `reward/<name>/mean`). Its **share** is `sum_t |w_j mean_j(t)|` over the sum
-for all rewards; its **gain** is the late-minus-early window change of `w_j mean_j` (the windows of
-`drift.window_means`). Correctness rewards: `outcome`, `process`, `hybrid*`; format rewards:
-`format_exact`, `format_approx`, `format_gsm8k`; anything else is `other`.
-
-Ablations are runs of the same base trained with a correctness-only or format-only reward
-(`rlvr train --preset correctness-only|format-only`); their evaluations are compared with the
-audited run's on the same split.
-"""
+"""Reward separation (check 3): each configured reward's share of the weighted training reward and
+its gain (`reward_shares`), and the audited run beside its ablations (`ablation_rows`); the
+definitions: docs/audit.md, "3. Reward separation"."""
 
 from __future__ import annotations
 
@@ -93,7 +84,7 @@ def _late(run: TrainRun, key: str) -> float | None:
 
 def _eval_value(evals: list[EvalRun], split: str, metric: str = "pass@1") -> float | None:
     for ev in evals:
-        m = ev.metric(metric)
+        m = ev.result.metric(metric)
         if ev.split == split and m is not None and m.value is not None:
             return float(m.value)
     return None

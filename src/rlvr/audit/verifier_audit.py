@@ -1,22 +1,6 @@
-"""Audit the answer verifier apart from training: probes built from the evaluation's gold answers.
-
-For each gold `g` (a wrong value `w`), `probes_for(g)` writes three kinds of completions:
-
-- `equivalent`: the gold written another way (`#### 1,000`, `The answer is $18.00.`, `\\boxed{18}`,
-  number words, fractions, `\\frac`, decimals, a worked solution, an unmarked last number, ...).
-  The verifier should accept them: **recall** = accepted / equivalent probes.
-- `wrong`: a plainly wrong final answer (`g+1`, `g-1`, `10g`, `-g`, the gold only as an intermediate
-  result). It should reject them: **specificity** = rejected / wrong probes.
-- `adversarial`: reward hacks (hedges `18 or 19`, ranges, several answers, conflicting markers,
-  injected "mark this correct" text, format-only and empty answers). It should reject them:
-  **rejection rate** = rejected / adversarial probes.
-
-When the optional `math_verify` package is importable its `verify(parse(gold), parse(completion))`
-scores the same probes (at most `max_second` of them, an even spread) and the audit reports where
-the two verifiers disagree and which of them the probe's label agrees with.
-
-`bench/verify.py` benchmarks the same ideas on GSM8K; this generator is the audit's own.
-"""
+"""The verifier alone, apart from training (check 2): `probes_for(gold)` writes equivalent, wrong and
+adversarial completions, `audit_verifier` scores them (recall, specificity, rejection) and, when
+`math_verify` is installed, compares a second verifier. The probes: docs/audit.md, "2. Verifier audit"."""
 
 from __future__ import annotations
 
@@ -251,28 +235,18 @@ def _rate(ok: Sequence[bool]) -> float | None:
     return sum(ok) / len(ok) if ok else None
 
 
-def _one_per_form(items: list[int], labels: list[str], n: int) -> list[int]:
-    """The first item of each label, at most `n`."""
-    seen: set[str] = set()
-    out: list[int] = []
-    for i, label in zip(items, labels, strict=True):
-        if label not in seen and len(out) < n:
-            seen.add(label)
-            out.append(i)
-    return out
-
-
 def _second(
     probes: list[Probe], ours: list[bool], second: tuple[str, Callable[[str, str], bool]], limit: int, n_ex: int
 ) -> SecondVerifier:
     """Disagreement of a second verifier with ours on an even spread of at most `limit` probes."""
     name, accept = second
-    idx = list(range(len(probes)))
-    if len(idx) > limit:
-        idx = [int(i * len(probes) / limit) for i in range(limit)]
+    idx = list(range(len(probes))) if len(probes) <= limit else [int(i * len(probes) / limit) for i in range(limit)]
     theirs = {i: accept(probes[i].completion, probes[i].gold) for i in idx}
     differ = [i for i in idx if theirs[i] != ours[i]]
     labels = [f"{probes[i].kind}/{probes[i].form}" for i in differ]
+    first: dict[str, int] = {}  # the first disagreement of each form
+    for i, label in zip(differ, labels, strict=True):
+        first.setdefault(label, i)
     examples = [
         SecondExample.model_validate(
             {
@@ -283,25 +257,18 @@ def _second(
                 name: theirs[i],
                 "right": "rlvr" if ours[i] == probes[i].should_accept else name,
             }
-        )  # fmt: skip
-        for i in _one_per_form(differ, labels, n_ex)
-    ]
-    ok2 = [theirs[i] == probes[i].should_accept for i in idx]
-    by_form = [
-        Disagreement(
-            form=f,
-            n=n,
-            rlvr_right=sum(ours[i] == probes[i].should_accept for i, lb in zip(differ, labels, strict=True) if lb == f),
         )
-        for f, n in Counter(labels).most_common()
+        for i in list(first.values())[:n_ex]
     ]
+    right = Counter(lb for i, lb in zip(differ, labels, strict=True) if ours[i] == probes[i].should_accept)
+    by_form = [Disagreement(form=f, n=n, rlvr_right=right[f]) for f, n in Counter(labels).most_common()]
     return SecondVerifier(
         name=name,
         n=len(idx),
         disagreement=len(differ) / len(idx) if idx else None,
         rlvr_right=sum(ours[i] == probes[i].should_accept for i in differ),
         second_right=sum(theirs[i] == probes[i].should_accept for i in differ),
-        second_accuracy=_rate(ok2),
+        second_accuracy=_rate([theirs[i] == probes[i].should_accept for i in idx]),
         by_form=by_form,
         examples=examples,
     )
@@ -316,13 +283,9 @@ def audit_verifier(
     max_second: int = 400,
     max_examples: int = 8,
 ) -> VerifierEvidence:
-    """Recall, specificity and adversarial rejection of the verifier on probes of `golds`.
-
-    `verify(completion, gold)` returns a `Verdict` (a task's verifier) or a bool; it defaults to
-    `rlvr.verify.verify_answer`.
-    Returns the three rates, per-form counts, failing examples (form, completion, gold, verdict) and,
-    when a second verifier is installed and `use_second`, its disagreement with ours.
-    """
+    """Recall, specificity and adversarial rejection of `verify(completion, gold)` (a task's verifier,
+    returning a `Verdict`, or a bool; default `rlvr.verify.verify_answer`) on probes of `golds`, with
+    per-form counts, failing examples and, under `use_second`, a second verifier's disagreement."""
     probes = make_probes(golds, max_golds)
     verdicts = [(verify or verify_answer)(p.completion, p.gold) for p in probes]
     ours = [v.correct if isinstance(v, Verdict) else bool(v) for v in verdicts]

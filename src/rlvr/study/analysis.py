@@ -1,20 +1,6 @@
-"""A study's numbers: each condition's metrics pooled over seeds, and paired comparisons.
-
-Pooling over seeds: each problem's sampled pass rate is averaged over a condition's seeds (shape
-(P,)); the pooled pass@1 is its mean, with a percentile bootstrap CI over problems. Every condition
-is read on the same problems (the ids all evaluations share).
-
-Comparisons (each trained condition against the base and against the first listed trained
-condition; each GRPO condition against `sft-matched`, the compute-matched baseline, when there is
-one): by `evaluate.compare.paired_tests`, the one statistics path:
-- sampled pass@1: the difference of the seed-pooled per-problem rates, paired bootstrap CI,
-  sign-flip permutation p;
-- greedy: McNemar over the (problem, seed) pairs, each seed's run against the reference's run of the
-  same seed (or the reference's one evaluation, for the base); with one base evaluation the pairs of
-  different seeds share the base's answers, so read this p next to the per-seed p-values, which are
-  listed as the seed spread.
-p-values are adjusted by Holm over every test of the study.
-"""
+"""A study's numbers (`analyse`, study.json's contents): each condition's metrics pooled over seeds
+on the problems every evaluation shares, and paired comparisons by `evaluate.compare.paired_tests`,
+Holm-adjusted over the study; which pairs and which tests: docs/study.md, "Statistics"."""
 
 from __future__ import annotations
 
@@ -27,12 +13,7 @@ import numpy as np
 
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues, bootstrap_ci, mcnemar
-from rlvr.runs import (
-    EvalResult,
-    RunFileError,
-    read_eval,
-    read_judge,
-)
+from rlvr.runs import EvalResult, RunFileError, read_eval, read_judge
 from rlvr.runs.metrics import read_metrics
 from rlvr.study.config import StudyConfig
 from rlvr.study.records import (
@@ -52,8 +33,12 @@ FIDELITY_KEYS = ("trace_validity", "chain_length_deviation", "process_step_ratio
 
 
 def _spread(xs: list[float]) -> Spread:
-    return Spread(mean=statistics.fmean(xs) if xs else None, sd=statistics.stdev(xs) if len(xs) > 1 else None,
-                  min=min(xs) if xs else None, max=max(xs) if xs else None)  # fmt: skip
+    return Spread(
+        mean=statistics.fmean(xs) if xs else None,
+        sd=statistics.stdev(xs) if len(xs) > 1 else None,
+        min=min(xs) if xs else None,
+        max=max(xs) if xs else None,
+    )
 
 
 class _Arm:
@@ -95,23 +80,27 @@ def _curves(results: list[StudyJobResult]) -> dict[str, list[float | None]]:
                 log = read_metrics(Path(r.run_dir), missing_ok=True)
             except RunFileError:
                 continue
-            out[f"s{r.seed}"] = [v if math.isfinite(v := row.get("train/accuracy")) else None
-                                 for row in log if "train/accuracy" in row]  # fmt: skip
+            out[f"s{r.seed}"] = [
+                v if math.isfinite(v := row.get("train/accuracy")) else None for row in log if "train/accuracy" in row
+            ]
     return out
 
 
 def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: list[StudyJobResult]) -> StudyCondition:
     runs = []
     for r in sorted(results, key=lambda r: r.seed):
-        run = StudyRun(seed=r.seed, status=r.status, run_dir=r.run_dir, eval_dir=r.eval_dir,
-                       train_seconds=r.train_seconds, steps_done=r.steps_done, error=r.error)  # fmt: skip
+        run = StudyRun(**r.model_dump(include=set(StudyRun.model_fields)))  # its seed, status, folders, time
         if arm is not None and r.seed in arm.evals and r.status == "done":
             g = arm.greedy(ids, r.seed)
             judged = read_judge(r.eval_dir)
-            run = run.model_copy(update={
-                "pass_at_1": float(arm.rates(ids, r.seed).mean()), "greedy": None if g is None else float(g.mean()),
-                "fidelity": _fidelity(arm.evals[r.seed]), "judge": judged.categories if judged else None,
-            })  # fmt: skip
+            run = run.model_copy(
+                update={
+                    "pass_at_1": float(arm.rates(ids, r.seed).mean()),
+                    "greedy": None if g is None else float(g.mean()),
+                    "fidelity": _fidelity(arm.evals[r.seed]),
+                    "judge": judged.categories if judged else None,
+                }
+            )
         runs.append(run)
     done = [run for run in runs if run.pass_at_1 is not None]
     pooled = None
@@ -123,23 +112,24 @@ def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: 
             for cat, n in (run.judge or {}).items():
                 judge[cat] = judge.get(cat, 0) + n
         pooled = StudyPooled(
-            pass_at_1=PooledPass(value=float(rates.mean()), ci=[low, high],
-                                 seeds=_spread([d.pass_at_1 for d in done if d.pass_at_1 is not None])),
+            pass_at_1=PooledPass(
+                value=float(rates.mean()),
+                ci=[low, high],
+                seeds=_spread([d.pass_at_1 for d in done if d.pass_at_1 is not None]),
+            ),
             greedy=_spread([d.greedy for d in done if d.greedy is not None]),
             fidelity={k: _spread([v for d in done if (v := d.fidelity.get(k)) is not None]) for k in FIDELITY_KEYS},
             judge=judge or None,
             n_seeds=len(done),
-        )  # fmt: skip
+        )
     return StudyCondition(name=name, kind=kind, runs=runs, pooled=pooled)
 
 
 def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[StudyComparison]:
     seeds = list(arm.evals)
     pass1 = (ref.pooled(ids), arm.pooled(ids))
-    ga_ = [ref.greedy(ids, ref.ref_seed(s)) for s in seeds]
-    gb_ = [arm.greedy(ids, s) for s in seeds]
-    ga = [g for g in ga_ if g is not None]
-    gb = [g for g in gb_ if g is not None]
+    ga = [g for s in seeds if (g := ref.greedy(ids, ref.ref_seed(s))) is not None]
+    gb = [g for s in seeds if (g := arm.greedy(ids, s)) is not None]
     greedy: tuple[np.ndarray, np.ndarray] | None = None
     if len(ga) == len(gb) == len(seeds):
         greedy = (np.concatenate(ga), np.concatenate(gb))  # (S * P,)
@@ -152,16 +142,28 @@ def _compare(arm: _Arm, ref: _Arm, ids: list[str]) -> list[StudyComparison]:
         else:
             diff_per_seed = [float(b.mean() - a.mean()) for a, b in zip(ga, gb, strict=True)]
             pvalue_per_seed = [mcnemar(a.tolist(), b.tolist()).pvalue for a, b in zip(ga, gb, strict=True)]
-        out.append(StudyComparison(
-            condition=arm.name, reference=ref.name, metric=t.metric, n_problems=t.n_problems,
-            reference_value=t.value_a, value=t.value_b, diff=t.diff, ci=list(t.ci), test=t.test, pvalue=t.pvalue,
-            seeds=seeds, diff_per_seed=diff_per_seed, pvalue_per_seed=pvalue_per_seed,
-        ))  # fmt: skip
+        out.append(
+            StudyComparison(
+                condition=arm.name,
+                reference=ref.name,
+                metric=t.metric,
+                n_problems=t.n_problems,
+                reference_value=t.value_a,
+                value=t.value_b,
+                diff=t.diff,
+                ci=list(t.ci),
+                test=t.test,
+                pvalue=t.pvalue,
+                seeds=seeds,
+                diff_per_seed=diff_per_seed,
+                pvalue_per_seed=pvalue_per_seed,
+            )
+        )
     return out
 
 
 def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobResult]) -> StudyResult:
-    """study.json's contents from the jobs' results (see the module docstring)."""
+    """study.json's contents from the jobs' results."""
     arms: dict[str, _Arm] = {}
     by_cond: dict[str, list[StudyJobResult]] = {c.name: [] for c in cfg.conditions}
     for r in results.values():
@@ -174,8 +176,9 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
     notes = []
     if id_sets and len(ids) < max(len(s) for s in id_sets):
         notes.append(f"conditions are compared on the {len(ids)} problems every evaluation shares")
-    conditions = [_condition(c.name, c.kind, arms.get(c.name) if ids else None, ids, by_cond[c.name])
-                  for c in cfg.conditions]  # fmt: skip
+    conditions = [
+        _condition(c.name, c.kind, arms.get(c.name) if ids else None, ids, by_cond[c.name]) for c in cfg.conditions
+    ]
     base_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "base" and c.name in arms), None)
     first = next((arms[c.name] for c in cfg.conditions if c.kind != "base" and c.name in arms), None)
     sft_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "sft-matched" and c.name in arms), None)
@@ -198,16 +201,26 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
     if matched:
         grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
         spent = statistics.median(matched)
-        notes.append(f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
-                     f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
-                     "GRPO gain has to beat")  # fmt: skip
+        notes.append(
+            f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
+            f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
+            "GRPO gain has to beat"
+        )
     return StudyResult(
-        config=cfg.model_dump(mode="json"), base=base, split=cfg.eval_split, n_problems=len(ids),
-        n_samples=cfg.eval_samples, seeds=cfg.seeds, conditions=conditions, comparisons=comparisons,
-        correction="holm", curves={c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
-        notes=notes, failed=sorted(k for k, r in results.items() if r.status != "done"),
+        config=cfg.model_dump(mode="json"),
+        base=base,
+        split=cfg.eval_split,
+        n_problems=len(ids),
+        n_samples=cfg.eval_samples,
+        seeds=cfg.seeds,
+        conditions=conditions,
+        comparisons=comparisons,
+        correction="holm",
+        curves={c.name: _curves(by_cond[c.name]) for c in cfg.conditions if c.kind == "grpo"},
+        notes=notes,
+        failed=sorted(k for k, r in results.items() if r.status != "done"),
         errors={k: r.error for k, r in results.items() if r.status != "done"},
-    )  # fmt: skip
+    )
 
 
 def fmt(x: Any, spec: str = ".3f") -> str:

@@ -23,6 +23,17 @@ def _log(msg: str) -> None:
     console.print(msg, highlight=False, soft_wrap=True)
 
 
+def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
 def study_command(
     config: Annotated[Path | None, typer.Option("--config", help="Study YAML (conditions, seeds, ...).")] = None,
     preset: Annotated[str | None, typer.Option(help="A named study: granularity or reward-separation.")] = None,
@@ -43,8 +54,6 @@ def study_command(
 ) -> None:
     """Conditions x seeds from one base, every run evaluated on the same problems; writes study.json and
     study_report.html (pooled metrics with CIs, paired comparisons with Holm, fidelity, learning curves)."""
-    from rich.table import Table
-
     from rlvr.config import load_config
     from rlvr.interrupt import Interrupted
     from rlvr.study import QUICK, STUDY_PRESETS, StudyConfig, run_study
@@ -57,8 +66,6 @@ def study_command(
             seed_list = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             _fail(f"--seeds: expected comma-separated integers, got {seeds!r}")
-    flags: dict[str, Any] = {"out": out, "workers": workers, "ray": ray, "base": model, "task": task, "steps": steps,
-                             "seeds": seed_list}  # fmt: skip
     if resume is not None:
         if not (resume / "config.yaml").is_file():
             _fail(f"{resume}: not a study folder (no config.yaml)")
@@ -73,29 +80,22 @@ def study_command(
             base.update(QUICK)
             if task is not None and task in task_names() and not get_task(task).templated:
                 base["steps"] = 2  # a real task's problems are long: fewer steps keep --quick quick
+        flags = dict(out=out, workers=workers, ray=ray, base=model, task=task, steps=steps, seeds=seed_list)
         cfg = load_config(StudyConfig, config, flags, base=base)
     try:
         result = run_study(cfg, resume=resume is not None, overwrite=overwrite, log=_log)
     except ValueError as e:  # StudyError, RunFolderError, DataError, ModelLoadError, RunFileError
         _fail(str(e))
     except Interrupted as e:
-        name = signal.Signals(e.signum).name
-        console.print(f"[bold yellow]stopped:[/] interrupted by {name}; finished runs are stored; resume with: "
-                      f"rlvr study --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        stopped = f"interrupted by {signal.Signals(e.signum).name}; finished runs are stored; resume with:"
+        _log(f"[bold yellow]stopped:[/] {stopped} rlvr study --resume {cfg.out}")
         raise typer.Exit(e.code) from None
-    table = Table(title=f"{result.split}: {result.n_problems} problems x {result.n_samples}, "
-                        f"seeds {', '.join(map(str, result.seeds))}")  # fmt: skip
-    for col in ("condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"):
-        table.add_column(col)
-    for row in result_rows(result):
-        table.add_row(*row)
-    Console().print(table)
+    seeds_text = ", ".join(map(str, result.seeds))
+    cols = ["condition", "kind", "seeds", "pass@1 (95% CI)", "seed range", "greedy", "train s"]
+    title = f"{result.split}: {result.n_problems} problems x {result.n_samples}, seeds {seeds_text}"
+    _print_table(title, cols, result_rows(result))
     if result.comparisons:
-        ct = Table(title="paired comparisons (p adjusted by Holm over all tests)")
-        for col in ("comparison", "metric", "ref", "cond", "diff (95% CI)", "per seed", "p", "p adj"):
-            ct.add_column(col)
-        for row in comparison_rows(result):
-            ct.add_row(*row)
-        Console().print(ct)
+        cols = ["comparison", "metric", "ref", "cond", "diff (95% CI)", "per seed", "p", "p adj"]
+        _print_table("paired comparisons (p adjusted by Holm over all tests)", cols, comparison_rows(result))
     if result.failed:
         raise typer.Exit(1)

@@ -1,15 +1,6 @@
-"""`rlvr study` settings: conditions x seeds from one base, evaluated on the same problems.
-
-A condition is one of three kinds:
-- `grpo`: a GRPO run from the base with the study's `train` settings, the condition's `preset`
-  (a train preset: `rlvr.grpo.config.TRAIN_PRESETS`) and its own `train` overrides (usually `rewards`);
-- `base`: the base model itself, evaluated once (it has no seed to vary);
-- `sft-matched`: supervised fine-tuning continued from the base for the median wall-clock time of the
-  study's GRPO runs: the honest baseline a GRPO gain has to beat.
-
-Every condition is evaluated on the same test problems at the same sampling budget; the dev split is
-where a user makes choices, the test split is read once at the end, and the holdout is never used.
-"""
+"""`rlvr study` settings: `StudyConfig` (conditions x seeds from one base, evaluated on the same
+problems), its `Condition`s (grpo, base or sft-matched) and the named studies (`STUDY_PRESETS`,
+`QUICK`); what each kind and field means: docs/study.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""`study_report.html`: one self-contained page (figures inlined as PNG) from study.json's contents:
-learning curves per condition with seed bands, pooled sampled pass@1 with CIs, the results table,
-the fidelity metrics, the paired comparisons and, when a judge ran, the error categories."""
+"""`study_report.html` (`write_report`): one self-contained page (figures inlined as PNG) from
+study.json's contents; what it shows: docs/study.md, "Outputs"."""
 
 from __future__ import annotations
 
@@ -88,11 +87,17 @@ def result_rows(study: StudyResult) -> list[list[str]]:
             rows.append([c.name, c.kind, "0", "failed", "", "", ""])
             continue
         p1, sd = p.pass_at_1, p.pass_at_1.seeds.sd
-        rows.append([
-            c.name, c.kind, str(p.n_seeds), f"{fmt(p1.value)} ({fmt(p1.ci[0])}-{fmt(p1.ci[1])})",
-            f"{fmt(p1.seeds.min)}-{fmt(p1.seeds.max)}" + (f" (sd {fmt(sd)})" if sd is not None else ""),
-            fmt(p.greedy.mean), fmt(float(np.mean(secs)) if secs else None, ".0f"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                c.name,
+                c.kind,
+                str(p.n_seeds),
+                f"{fmt(p1.value)} ({fmt(p1.ci[0])}-{fmt(p1.ci[1])})",
+                f"{fmt(p1.seeds.min)}-{fmt(p1.seeds.max)}" + (f" (sd {fmt(sd)})" if sd is not None else ""),
+                fmt(p.greedy.mean),
+                fmt(float(np.mean(secs)) if secs else None, ".0f"),
+            ]
+        )
     return rows
 
 
@@ -101,16 +106,27 @@ def comparison_rows(study: StudyResult) -> list[list[str]]:
     rows = []
     for t in study.comparisons:
         seeds = ", ".join(f"{d:+.3f}" for d in t.diff_per_seed)
-        rows.append([
-            f"{t.condition} vs {t.reference}", t.metric, fmt(t.reference_value), fmt(t.value),
-            f"{t.diff:+.3f} ({t.ci[0]:+.3f} to {t.ci[1]:+.3f})", seeds, fmt(t.pvalue, ".2g"), fmt(t.pvalue_adj, ".2g"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"{t.condition} vs {t.reference}",
+                t.metric,
+                fmt(t.reference_value),
+                fmt(t.value),
+                f"{t.diff:+.3f} ({t.ci[0]:+.3f} to {t.ci[1]:+.3f})",
+                seeds,
+                fmt(t.pvalue, ".2g"),
+                fmt(t.pvalue_adj, ".2g"),
+            ]
+        )
     return rows
 
 
 def _fidelity_rows(study: StudyResult) -> list[list[str]]:
-    return [[c.name, *(fmt(c.pooled.fidelity[k].mean) for k in FIDELITY_KEYS)]
-            for c in study.conditions if c.pooled is not None]  # fmt: skip
+    return [
+        [c.name, *(fmt(c.pooled.fidelity[k].mean) for k in FIDELITY_KEYS)]
+        for c in study.conditions
+        if c.pooled is not None
+    ]
 
 
 def _judge_rows(study: StudyResult) -> tuple[list[str], list[list[str]]]:
@@ -163,12 +179,16 @@ def write_report(study: StudyResult, path: Path) -> Path:
     cats, judge_rows = _judge_rows(study)
     env = jinja2.Environment(autoescape=True)
     html = env.from_string(_TEMPLATE).render(
-        base=study.base, n_problems=study.n_problems, split=study.split, n_samples=study.n_samples, seeds=study.seeds,
-        notes=study.notes, failed=study.failed, errors=study.errors, conditions=study.conditions,
-        comparisons=study.comparisons, out=str(Path(path).parent), results=result_rows(study),
+        **dict(study),  # its fields: base, split, seeds, notes, failed, ...
+        out=str(Path(path).parent),
+        results=result_rows(study),
         comparison_rows=comparison_rows(study),
-        fidelity=_fidelity_rows(study), fidelity_keys=FIDELITY_KEYS, judge_cats=cats, judge_rows=judge_rows,
-        bars_png=_bars(study), curves_png=_curves(study),
-    )  # fmt: skip
+        fidelity=_fidelity_rows(study),
+        fidelity_keys=FIDELITY_KEYS,
+        judge_cats=cats,
+        judge_rows=judge_rows,
+        bars_png=_bars(study),
+        curves_png=_curves(study),
+    )
     Path(path).write_text(html, encoding="utf-8")
     return Path(path)

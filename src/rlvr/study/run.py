@@ -1,16 +1,6 @@
-"""Run a study: build or find the base, run every condition x seed (in worker processes or as Ray
-tasks, through the search's executor), evaluate each on the same problems, then analyse and report.
-
-    OUT/config.yaml, manifest.json     the study's resolved config and what reproduces it
-    OUT/base/                          the embedded base (SFT from scratch), when no `base` was given
-    OUT/runs/<condition>-s<seed>/      each GRPO (or sft-matched) run folder
-    OUT/evals/<condition>[-s<seed>]/   each evaluation folder (eval.json, samples.jsonl; judge.json)
-    OUT/study.json, study_report.html  the results (rlvr.study.analysis) and the report
-
-A killed study resumes with `--resume OUT`: every finished run and evaluation folder is kept, and
-only what is missing runs again. Jobs run `run_study_job`, which never raises: a failed job is a
-result with its error, reported in study.json, and rerun by the next `--resume`.
-"""
+"""Run a study (`run_study`): build or find the base, run every condition x seed through the search's
+executor (`run_study_job`, which never raises: a failed job is a result), evaluate each on the same
+problems, then analyse and report. Folders, `--resume` and the statistics: docs/study.md."""
 
 from __future__ import annotations
 
@@ -24,14 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlvr.runs import (
-    RunDir,
-    RunFileError,
-    RunFolderError,
-    check_out,
-    read_manifest,
-    write_json,
-)
+from rlvr.runs import RunDir, RunFileError, RunFolderError, check_out, read_manifest, write_json
 from rlvr.study.config import Condition, StudyConfig
 from rlvr.study.records import StudyJobResult, StudyResult
 
@@ -64,6 +47,11 @@ class StudyJob:
     evaluation: EvalConfig
     train: TrainConfig | SFTConfig | None = None
 
+    def result(self, **values: Any) -> StudyJobResult:
+        """A result of this job: its key and folders, plus `values`."""
+        ids = {"key": self.key, "kind": self.kind, "condition": self.condition, "seed": self.seed}
+        return StudyJobResult(**ids, run_dir=self.run_dir or None, eval_dir=self.eval_dir, **values)
+
 
 def finished(folder: str | Path) -> bool:
     """A run or evaluation folder whose manifest says it finished."""
@@ -80,8 +68,7 @@ def run_study_job(job: StudyJob) -> StudyJobResult:
     from rlvr.grpo.config import TrainConfig
 
     t0 = time.time()
-    result = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
-                            run_dir=job.run_dir or None, eval_dir=job.eval_dir)  # fmt: skip
+    result = job.result()
     try:
         if job.train is not None:
             if not finished(job.run_dir):
@@ -120,11 +107,24 @@ def _eval_config(cfg: StudyConfig, threads: int, model: str, out: Path) -> EvalC
     from rlvr.evaluate.evaluation import EvalConfig
 
     sampling = cfg.train.values().get("sampling")  # the study's sampling settings, when given (else None: unset)
-    return load_config(EvalConfig, None, {
-        "model": model, "task": cfg.task, "preset": cfg.preset, "split": cfg.eval_split, "n_problems": cfg.eval_n,
-        "n_samples": cfg.eval_samples, "seed": 0, "ks": [1], "plots": False, "threads": threads, "sampling": sampling,
-        "out": str(out),
-    })  # fmt: skip
+    return load_config(
+        EvalConfig,
+        None,
+        {
+            "model": model,
+            "task": cfg.task,
+            "preset": cfg.preset,
+            "split": cfg.eval_split,
+            "n_problems": cfg.eval_n,
+            "n_samples": cfg.eval_samples,
+            "seed": 0,
+            "ks": [1],
+            "plots": False,
+            "threads": threads,
+            "sampling": sampling,
+            "out": str(out),
+        },
+    )
 
 
 def _grpo_config(cfg: StudyConfig, cond: Condition, seed: int, base: str, out: Path, threads: int) -> TrainConfig:
@@ -133,12 +133,24 @@ def _grpo_config(cfg: StudyConfig, cond: Condition, seed: int, base: str, out: P
     from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 
     if cond.preset is not None and cond.preset not in TRAIN_PRESETS:
-        raise StudyError(f"condition {cond.name!r}: unknown train preset {cond.preset!r}; known: "
-                         f"{', '.join(sorted(TRAIN_PRESETS))}")  # fmt: skip
-    values: dict[str, Any] = {**cfg.train.values(), **(TRAIN_PRESETS[cond.preset] if cond.preset else {}),
-                              **cond.train.values()}  # fmt: skip
-    values.update(model=base, task=cfg.task, preset=cfg.preset, steps=cfg.steps, seed=seed, out=str(out),
-                  save_every=0, threads=threads)  # fmt: skip
+        raise StudyError(
+            f"condition {cond.name!r}: unknown train preset {cond.preset!r}; known: {', '.join(sorted(TRAIN_PRESETS))}"
+        )
+    values: dict[str, Any] = {
+        **cfg.train.values(),
+        **(TRAIN_PRESETS[cond.preset] if cond.preset else {}),
+        **cond.train.values(),
+    }
+    values.update(
+        model=base,
+        task=cfg.task,
+        preset=cfg.preset,
+        steps=cfg.steps,
+        seed=seed,
+        out=str(out),
+        save_every=0,
+        threads=threads,
+    )
     values.setdefault("eval_every", 0)
     return load_config(TrainConfig, None, values)
 
@@ -148,9 +160,22 @@ def _sft_config(cfg: StudyConfig, seed: int, base: str, out: Path, threads: int,
     from rlvr.config import load_config
     from rlvr.sft import SFTConfig
 
-    return load_config(SFTConfig, None, {"model": base, "task": cfg.task, "preset": cfg.preset, "steps": 1_000_000,
-                                         "seed": seed, "max_seconds": seconds, "lr": 3e-4, "warmup_steps": 0,
-                                         "threads": threads, "out": str(out)})  # fmt: skip
+    return load_config(
+        SFTConfig,
+        None,
+        {
+            "model": base,
+            "task": cfg.task,
+            "preset": cfg.preset,
+            "steps": 1_000_000,
+            "seed": seed,
+            "max_seconds": seconds,
+            "lr": 3e-4,
+            "warmup_steps": 0,
+            "threads": threads,
+            "out": str(out),
+        },
+    )
 
 
 def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None = None) -> list[StudyJob]:
@@ -158,23 +183,19 @@ def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None 
     threads = _threads(cfg)
     jobs = []
     for cond in cfg.conditions:
-        if cond.kind == "base":
-            eval_dir = out / "evals" / cond.name
-            jobs.append(StudyJob(cond.name, "base", cond.name, cfg.seeds[0], base, "", str(eval_dir),
-                                 _eval_config(cfg, threads, base, eval_dir)))  # fmt: skip
-            continue
         if cond.kind == "sft-matched" and sft_seconds is None:
             continue
-        for seed in cfg.seeds:
-            key = f"{cond.name}-s{seed}"
+        for seed in cfg.seeds[:1] if cond.kind == "base" else cfg.seeds:  # the base is evaluated once
+            key = cond.name if cond.kind == "base" else f"{cond.name}-s{seed}"
             run_dir, eval_dir = out / "runs" / key, out / "evals" / key
-            train: TrainConfig | SFTConfig
+            train: TrainConfig | SFTConfig | None = None
             if cond.kind == "grpo":
                 train = _grpo_config(cfg, cond, seed, base, run_dir, threads)
-            else:
+            elif cond.kind == "sft-matched":
                 train = _sft_config(cfg, seed, base, run_dir, threads, sft_seconds)
-            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, str(run_dir), str(eval_dir),
-                                 _eval_config(cfg, threads, str(run_dir / "model"), eval_dir), train))  # fmt: skip
+            model, run = (base, "") if train is None else (str(run_dir / "model"), str(run_dir))
+            evaluation = _eval_config(cfg, threads, model, eval_dir)
+            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, run, str(eval_dir), evaluation, train))
     return jobs
 
 
@@ -196,8 +217,12 @@ def _embedded_base(cfg: StudyConfig, out: Path, log: Log) -> str:
     from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
 
     log(f"base: SFT from scratch, {cfg.sft_steps} steps -> {out / 'base'}")
-    sft = load_config(SFTConfig, None, {"steps": cfg.sft_steps, "out": str(out / "base"), "task": cfg.task,
-                                        "preset": cfg.preset}, base=dict(SFT_PRESETS["arith-base"]))  # fmt: skip
+    sft = load_config(
+        SFTConfig,
+        None,
+        {"steps": cfg.sft_steps, "out": str(out / "base"), "task": cfg.task, "preset": cfg.preset},
+        base=dict(SFT_PRESETS["arith-base"]),
+    )
     return str(run_sft(sft, overwrite=True) / "model")
 
 
@@ -208,23 +233,18 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
     for j in jobs:
         if j not in todo:
             m = read_manifest(j.run_dir) if j.run_dir else None
-            results[j.key] = StudyJobResult(
-                key=j.key, kind=j.kind, condition=j.condition, seed=j.seed, run_dir=j.run_dir or None,
-                eval_dir=j.eval_dir, status="done", reused=True, train_seconds=m.wall_s if m else None,
-                steps_done=m.steps_done if m else None,
-            )  # fmt: skip
+            seconds, steps = (m.wall_s, m.steps_done) if m else (None, None)
+            results[j.key] = j.result(status="done", reused=True, train_seconds=seconds, steps_done=steps)
     if not todo:
         return
-    log(f"running {len(todo)} of {len(jobs)} jobs ({cfg.workers or 'in this'} process{'es' if cfg.workers else ''}"
-        + (f", Ray {cfg.ray}" if cfg.ray else "") + ")")  # fmt: skip
+    how = f"{cfg.workers or 'in this'} process{'es' if cfg.workers else ''}" + (f", Ray {cfg.ray}" if cfg.ray else "")
+    log(f"running {len(todo)} of {len(jobs)} jobs ({how})")
     done = {"n": 0}
 
     def on_result(job: StudyJob, got: StudyJobResult | JobDied) -> None:
         done["n"] += 1
         if isinstance(got, JobDied):
-            got = StudyJobResult(key=job.key, kind=job.kind, condition=job.condition, seed=job.seed,
-                                 run_dir=job.run_dir or None, eval_dir=job.eval_dir, status="failed",
-                                 error=got.error)  # fmt: skip
+            got = job.result(status="failed", error=got.error)
         results[job.key] = got
         extra = f": {got.error}" if got.status != "done" else f" in {got.seconds or 0:.0f} s"
         log(f"[{done['n']}/{len(todo)}] {job.key} {got.status}{extra}")
@@ -281,6 +301,6 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
     failed = [k for k, r in results.items() if r.status != "done"]
     run.write_manifest(finished=not failed, wall_s=time.time() - t0, failed=failed)
     run.close()
-    log(f"study: {out / 'study.json'}; report: {report}" + (f"; {len(failed)} failed (rerun with --resume)"
-                                                            if failed else ""))  # fmt: skip
+    rerun = f"; {len(failed)} failed (rerun with --resume)" if failed else ""
+    log(f"study: {out / 'study.json'}; report: {report}{rerun}")
     return study

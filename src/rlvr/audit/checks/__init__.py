@@ -1,9 +1,7 @@
-"""The readiness checks, each declared once beside its function (`rlvr.audit.result.Check`). Each
-reads an `AuditContext` and returns a `CheckResult` with a status (pass / warn / fail), a one-line
-summary, its evidence record, examples, and display tables. By what they check: `measurement`
-(matched compute, verifier, reward separation), `data` (contamination, private holdout), `behaviour`
-(training drift, human judgment). Thresholds are module constants; docs/audit.md explains each check.
-"""
+"""The readiness checks in the report's order (`CHECKS`) and `run_checks`. By what they check:
+`measurement` (matched compute, verifier, reward separation), `data` (contamination, private holdout),
+`behaviour` (training drift, human judgment); thresholds are module constants, docs/audit.md explains
+each check."""
 
 from __future__ import annotations
 
@@ -14,9 +12,16 @@ from rlvr.audit.context import AuditContext
 from rlvr.audit.result import Check, CheckResult
 
 __all__ = [
-    "CHECKS", "Check", "CheckResult", "run_checks", "check_contamination", "check_drift", "check_holdout",
-    "check_human", "check_matched_compute", "check_reward_separation", "check_verifier",
-]  # fmt: skip
+    "CHECKS",
+    "run_checks",
+    "check_contamination",
+    "check_drift",
+    "check_holdout",
+    "check_human",
+    "check_matched_compute",
+    "check_reward_separation",
+    "check_verifier",
+]
 
 CHECKS: dict[str, Check] = {
     c.name: c
@@ -33,13 +38,11 @@ CHECKS: dict[str, Check] = {
 """The checks in the report's order; a new check is one line here."""
 
 
-def run_checks(ctx: AuditContext, only: list[str] | None = None) -> list[CheckResult]:
-    """Run the checks in order (all, or those named in `only`). A check that crashes is reported as
-    a failed check naming the error, so one broken input never hides the other verdicts."""
+def run_checks(ctx: AuditContext) -> list[CheckResult]:
+    """Run the checks in order. A check that crashes is reported as a failed check naming the error,
+    so one broken input never hides the other verdicts."""
     out = []
-    for name, c in CHECKS.items():
-        if only is not None and name not in only:
-            continue
+    for c in CHECKS.values():
         try:
             out.append(c(ctx))
         except Exception as e:  # noqa: BLE001 - reported as the check's verdict

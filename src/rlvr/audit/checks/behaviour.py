@@ -12,7 +12,7 @@ from pydantic import Field
 from rlvr.audit import plots
 from rlvr.audit.context import AuditContext, finite
 from rlvr.audit.drift import DriftReport, StructureStats, drift_alarms, reward_flags, structure_stats
-from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, table, worst
+from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, worst
 from rlvr.runs import RewardAudit, RunFileError
 from rlvr.runs.review import ReviewStats, ReviewSummary, read_review_stats
 
@@ -36,7 +36,7 @@ HUMAN = {"min_labelled": 30, "kappa_fail": 0.4, "kappa_warn": 0.6, "pr_fail": 0.
 def _drift_tables(d: DriftReport, struct: StructureStats, flags: list[RewardAudit]) -> list[Table]:
     tables = []
     if d.alarms:
-        tables.append(table("alarms", ["alarm", "level", "detail"], [[a.alarm, a.level, a.message] for a in d.alarms]))
+        tables.append(Table("alarms", ["alarm", "level", "detail"], [[a.alarm, a.level, a.message] for a in d.alarms]))
     rows = [
         [f"completion length ({k})", fmt(v.early, ".1f"), fmt(v.late, ".1f"), fmt(v.ratio, ".2f")]
         for k, v in d.length.items()
@@ -45,23 +45,28 @@ def _drift_tables(d: DriftReport, struct: StructureStats, flags: list[RewardAudi
     rows += [[k, fmt(t.early), fmt(t.late), fmt(t.ratio, ".2f")] for k, t in trends.items() if t is not None]
     if rows:
         tables.append(
-            table("early vs late training (first and last 20% of steps)", ["measure", "early", "late", "ratio"], rows)
+            Table("early vs late training (first and last 20% of steps)", ["measure", "early", "late", "ratio"], rows)
         )
     feats = ("n", "tokens", "lines", "steps", "arith_density")
     if struct.n_rows and struct.correct and struct.incorrect:
         c, i = struct.correct, struct.incorrect
         rows = [[f, fmt(getattr(c, f), ".3g"), fmt(getattr(i, f), ".3g")] for f in feats]
-        tables.append(table("structure of training completions", ["feature", "correct", "incorrect"], rows))
+        tables.append(Table("structure of training completions", ["feature", "correct", "incorrect"], rows))
     if flags:
-        rows = [[f.reward, f.kind, fmt(f.mean_correct), fmt(f.mean_incorrect), fmt(f.corr_correct, "+.2f"),
-                 fmt(f.corr_length, "+.2f"), "; ".join(f.flags) or f.note or "ok"] for f in flags]  # fmt: skip
-        tables.append(
-            table(
-                "does each reward pay for correctness?",
-                ["reward", "kind", "mean | correct", "mean | incorrect", "r(correct)", "r(length)", "flags"],
-                rows,
-            )
-        )
+        rows = [
+            [
+                f.reward,
+                f.kind,
+                fmt(f.mean_correct),
+                fmt(f.mean_incorrect),
+                fmt(f.corr_correct, "+.2f"),
+                fmt(f.corr_length, "+.2f"),
+                "; ".join(f.flags) or f.note or "ok",
+            ]
+            for f in flags
+        ]
+        cols = ["reward", "kind", "mean | correct", "mean | incorrect", "r(correct)", "r(length)", "flags"]
+        tables.append(Table("does each reward pay for correctness?", cols, rows))
     return tables
 
 
@@ -174,5 +179,5 @@ def check_human(ctx: AuditContext) -> CheckResult:
         eval=str(ev.path), schema_=stats.schema_, summary=s, thresholds=HUMAN, all=[str(e.path) for e, _ in found]
     )
     return CheckResult(
-        "human", status, text, evid, tables=[table("review slices", ["eval", "role", "split", "labelled"], rows)]
+        "human", status, text, evid, tables=[Table("review slices", ["eval", "role", "split", "labelled"], rows)]
     )

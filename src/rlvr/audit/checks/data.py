@@ -11,7 +11,7 @@ from pydantic import model_serializer
 from rlvr.audit import plots
 from rlvr.audit.contamination import ContaminationReport, TrainIndex, build_index, contamination_report
 from rlvr.audit.context import AuditContext, PairedChange
-from rlvr.audit.result import CheckResult, Record, Status, check, fmt, table, worst
+from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, worst
 from rlvr.audit.runs import EvalRun
 from rlvr.tasks import Construction, DataError, get_task
 
@@ -114,11 +114,8 @@ def _templated(task: str) -> bool:
 def _judge(rep: ContaminationReport, task: str, split: str) -> tuple[Status, list[str]]:
     n, notes = rep.n_items, []
     status: Status = "pass"
-    if rep.exact_share > CONTAMINATED_DATASET:
-        status = "fail"
-        notes.append(f"{split}: {rep.exact_items} of {n} items appear verbatim in training")
-    elif rep.exact_items:
-        status = "warn"
+    if rep.exact_items:
+        status = "fail" if rep.exact_share > CONTAMINATED_DATASET else "warn"
         notes.append(f"{split}: {rep.exact_items} of {n} items appear verbatim in training")
     if rep.ngram_share > CONTAMINATED_DATASET:
         share = f"{rep.ngram_share:.0%} of items share > {rep.item_threshold:.0%} of their 8-grams with training"
@@ -138,11 +135,8 @@ def _one_set(
 ) -> tuple[Status, SetEntry, list[str]]:
     if ev is None:  # the dev set the trainer evaluated on
         dev = ctx.dev_problems
-        items, source, task = (
-            [(p.id, p.question) for p in dev.problems] if dev else [],
-            "re-created dev split",
-            str(ctx.run.config.get("task")),
-        )
+        items = [(p.id, p.question) for p in dev.problems] if dev else []
+        source, task = "re-created dev split", str(ctx.run.config.get("task"))
     else:
         (items, source), task = ctx.eval_items(ev), ev.task
     if not items:
@@ -156,8 +150,9 @@ def _one_set(
         if construction is not None and not construction.ok:
             status = "fail"
             notes.append(f"{label}: {task} construction violated: {construction.rule}")
-    entry = SetEntry(set=label, source=source, eval=str(ev.path) if ev else None, task=task, report=rep,
-                     construction=construction)  # fmt: skip
+    entry = SetEntry(
+        set=label, source=source, eval=str(ev.path) if ev else None, task=task, report=rep, construction=construction
+    )
     return status, entry, notes
 
 
@@ -206,11 +201,17 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
     if status != "pass" and notes:
         text += ". " + "; ".join(n for n in notes if "by construction" not in n)
     rows = [
-        [e.set, r.n_items if r else None, r.exact_items if r else None, fmt(r.ngram_share if r else None, ".1%"),
-         fmt(r.raw_overlap if r else None, ".1%"), fmt(r.template_share if r else None, ".1%"),
-         "n/a" if e.construction is None else ("yes" if e.construction.ok else "NO")]
+        [
+            e.set,
+            r.n_items if r else None,
+            r.exact_items if r else None,
+            fmt(r.ngram_share if r else None, ".1%"),
+            fmt(r.raw_overlap if r else None, ".1%"),
+            fmt(r.template_share if r else None, ".1%"),
+            "n/a" if e.construction is None else ("yes" if e.construction.ok else "NO"),
+        ]
         for e, r in ((e, e.report) for e in entries)
-    ]  # fmt: skip
+    ]
     cols = [
         "set",
         "items",
@@ -222,11 +223,14 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
     ]
     templated = sorted({e.task for e in entries if e.task and _templated(e.task)})
     evid = ContaminationEvidence(
-        n_train=len(train.problems), train_hash_verified=train.verified, sets=entries, notes=notes,
+        n_train=len(train.problems),
+        train_hash_verified=train.verified,
+        sets=entries,
+        notes=notes,
         thresholds={"item": 0.5, "dataset": CONTAMINATED_DATASET, "ngram": 8},
         explanation=TEMPLATED_NOTE.format(task=", ".join(templated)) if templated else None,
-    )  # fmt: skip
-    return CheckResult("contamination", status, text, evid, examples, [table("overlap with training", cols, rows)])
+    )
+    return CheckResult("contamination", status, text, evid, examples, [Table("overlap with training", cols, rows)])
 
 
 # ------------------------------------------------------------------ 5. private holdout
@@ -274,17 +278,19 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
     hold = [e for e in ctx.evals if e.split == "holdout"]
     ev = _holdout_evidence(ctx, hold, guard)
     rows = [
-        [split, fmt(c.base), fmt(c.trained), f"{c.gain:+.3f}", f"{c.ci[0]:+.3f} to {c.ci[1]:+.3f}",
-         fmt(c.greedy.base if c.greedy else None), fmt(c.greedy.trained if c.greedy else None)]
+        [
+            split,
+            fmt(c.base),
+            fmt(c.trained),
+            f"{c.gain:+.3f}",
+            f"{c.ci[0]:+.3f} to {c.ci[1]:+.3f}",
+            fmt(c.greedy.base if c.greedy else None),
+            fmt(c.greedy.trained if c.greedy else None),
+        ]
         for split, c in sorted(ctx.changes.items(), key=lambda kv: kv[0] != "test")
-    ]  # fmt: skip
-    tables = [
-        table(
-            "holdout vs public test",
-            ["split", "base pass@1", "trained pass@1", "change", "95% CI", "base greedy", "trained greedy"],
-            rows,
-        )
     ]
+    cols = ["split", "base pass@1", "trained pass@1", "change", "95% CI", "base greedy", "trained greedy"]
+    tables = [Table("holdout vs public test", cols, rows)]
     problems = []
     if not guard.ok:
         problems.append(guard.detail)
@@ -300,13 +306,8 @@ def check_holdout(ctx: AuditContext) -> CheckResult:
             if ctx.task is not None and not ctx.task.holdout
             else "rlvr eval --split holdout"
         )
-        return CheckResult(
-            "holdout",
-            "warn",
-            f"no holdout evaluation given ({hint}); training never loaded a holdout",
-            ev,
-            tables=tables,
-        )
+        text = f"no holdout evaluation given ({hint}); training never loaded a holdout"
+        return CheckResult("holdout", "warn", text, ev, tables=tables)
     hashes = ", ".join(sorted({h for h in ev.holdout_hashes.values() if h}))
     text = f"holdout hash {hashes} never used in training; no leaked ids"
     for split in ("test", "holdout"):

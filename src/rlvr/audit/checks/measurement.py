@@ -9,17 +9,19 @@ import re
 
 from rlvr.audit import plots
 from rlvr.audit.context import AuditContext, PairedChange, finite
-from rlvr.audit.result import CheckResult, Record, Status, check, worst
-from rlvr.audit.result import fmt as _fmt
-from rlvr.audit.result import table as _table
+from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, worst
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, audit_verifier
 
 __all__ = [
-    "ComputePair", "MatchedComputeEvidence", "SeparationEvidence", "check_matched_compute", "check_reward_separation",
+    "ComputePair",
+    "MatchedComputeEvidence",
+    "SeparationEvidence",
+    "check_matched_compute",
+    "check_reward_separation",
     "check_verifier",
-]  # fmt: skip
+]
 
 
 MetricRow = tuple[str, float | None, float | None, float | None, float | None, float | None]
@@ -82,7 +84,7 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
     rows: list[MetricRow] = []
     problems: list[str] = []
     for n in names:
-        b, t = base.metric(n), trained.metric(n)
+        b, t = base.result.metric(n), trained.result.metric(n)
         if b is None or t is None:
             continue
         bt, tt = b.tokens_per_problem, t.tokens_per_problem
@@ -108,12 +110,19 @@ def _pair_evidence(base: EvalRun, trained: EvalRun, ctx: AuditContext) -> tuple[
     if status == "pass" and (diffs or unmatched or cut):
         status = "warn"
         problems += [f"settings differ ({'; '.join(diffs)})"] if diffs else []
-        problems += [f"trained model spends x{_fmt(ratio, '.2f')} the base's tokens per problem"] if ratio else []
+        problems += [f"trained model spends x{fmt(ratio, '.2f')} the base's tokens per problem"] if ratio else []
         problems += [f"completions cut at max_new_tokens: {', '.join(cut)}"] if cut else []
     ev = ComputePair(
-        split=trained.split, base=str(base.path), trained=str(trained.path), multi_sample=multi, token_ratio=ratio,
-        settings_differ=diffs, truncated_frac=trunc, metrics=rows, change=ctx.changes.get(trained.split),
-    )  # fmt: skip
+        split=trained.split,
+        base=str(base.path),
+        trained=str(trained.path),
+        multi_sample=multi,
+        token_ratio=ratio,
+        settings_differ=diffs,
+        truncated_frac=trunc,
+        metrics=rows,
+        change=ctx.changes.get(trained.split),
+    )
     return status, ev, problems
 
 
@@ -134,10 +143,9 @@ def _truncated(e: EvalRun) -> float:
 def check_matched_compute(ctx: AuditContext) -> CheckResult:
     roles = {e.name: e.role for e in ctx.evals}
     if not ctx.pairs:
-        why = (
-            "no evaluation of the base model" if "base" not in roles.values() else "no evaluation of the trained model"
-        )
-        if "base" in roles.values() and "trained" in roles.values():
+        have = set(roles.values())
+        why = "no evaluation of the base model" if "base" not in have else "no evaluation of the trained model"
+        if {"base", "trained"} <= have:
             why = "base and trained evaluations share no split and problem set"
         ev = MatchedComputeEvidence(evaluations=roles)
         return CheckResult("matched_compute", "fail", f"{why}: nothing to compare at a matched budget", ev)
@@ -150,11 +158,10 @@ def check_matched_compute(ctx: AuditContext) -> CheckResult:
         pairs.append(pair)
         notes += [f"{trained.split}: {p}" for p in problems]
         rows = [
-            [r[0], _fmt(r[1]), _fmt(r[2], ".1f"), _fmt(r[3]), _fmt(r[4], ".1f"), _fmt(r[5], ".2f")]
-            for r in pair.metrics
+            [r[0], fmt(r[1]), fmt(r[2], ".1f"), fmt(r[3]), fmt(r[4], ".1f"), fmt(r[5], ".2f")] for r in pair.metrics
         ]
         cols = ["metric", "base", "base tokens/problem", "trained", "trained tokens/problem", "token ratio"]
-        tables.append(_table(f"{trained.split}: {base.name} vs {trained.name}", cols, rows))
+        tables.append(Table(f"{trained.split}: {base.name} vs {trained.name}", cols, rows))
     status = worst(statuses)
     head = pairs[0]
     c = head.change
@@ -162,7 +169,7 @@ def check_matched_compute(ctx: AuditContext) -> CheckResult:
         f"{c.base:.3f} -> {c.trained:.3f} ({c.gain:+.3f}, 95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c else "compared"
     )
     if status == "pass":
-        text += f"; {', '.join(head.multi_sample)} at matched budgets (token ratio {_fmt(head.token_ratio, '.2f')})"
+        text += f"; {', '.join(head.multi_sample)} at matched budgets (token ratio {fmt(head.token_ratio, '.2f')})"
     else:
         text += "; " + "; ".join(notes)
     ev = MatchedComputeEvidence(pairs=pairs, evaluations=roles)
@@ -196,29 +203,29 @@ def check_verifier(ctx: AuditContext) -> CheckResult:
     rates = {"recall": res.recall, "specificity": res.specificity, "rejection": res.rejection}
     status = worst([_rate_status(k, rates[k]) for k in VERIFIER_THRESHOLDS])
     text = (
-        f"recall {_fmt(res.recall)}, specificity {_fmt(res.specificity)}, adversarial rejection "
-        f"{_fmt(res.rejection)} on {res.n_probes} probes from {res.n_golds} golds"
+        f"recall {fmt(res.recall)}, specificity {fmt(res.specificity)}, adversarial rejection "
+        f"{fmt(res.rejection)} on {res.n_probes} probes from {res.n_golds} golds"
     )
     sec = res.second
     if sec:
         text += (
-            f"; {sec.name} disagrees on {_fmt(sec.disagreement, '.1%')} of {sec.n} probes"
+            f"; {sec.name} disagrees on {fmt(sec.disagreement, '.1%')} of {sec.n} probes"
             f" (the probe label sides with rlvr on {sec.rlvr_right} of {sec.rlvr_right + sec.second_right})"
         )
     else:
         text += "; no second verifier installed (pip install math-verify)"
     rows = [
-        [k, _fmt(rates[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
+        [k, fmt(rates[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
         for k in VERIFIER_THRESHOLDS
     ]
-    tables = [_table("rates", ["rate", "value", "pass", "warn"], rows)]
+    tables = [Table("rates", ["rate", "value", "pass", "warn"], rows)]
     failed = [[f.kind, f.form, f.n, f.failed] for f in res.by_form if f.failed]
     if failed:
-        tables.append(_table("probe forms with failures", ["kind", "form", "probes", "failed"], failed))
+        tables.append(Table("probe forms with failures", ["kind", "form", "probes", "failed"], failed))
     if sec and sec.by_form:
         per_form = [[d.form, d.n, d.rlvr_right, d.n - d.rlvr_right] for d in sec.by_form]
         cols = ["form", "probes", "rlvr right", f"{sec.name} right"]
-        tables.append(_table(f"disagreements with {sec.name} by probe form", cols, per_form))
+        tables.append(Table(f"disagreements with {sec.name} by probe form", cols, per_form))
     examples: list[ProbeFailure | SecondExample] = [*res.failures, *(sec.examples if sec else [])]
     return CheckResult("verifier", status, text, res, examples, tables)
 
@@ -241,19 +248,13 @@ def _separation_status(shares: RewardShares, abl: list[dict[str, str | float | N
         status = worst([status, "warn"])
         notes.append(f"{fmt_gain:.0%} of the reward gain came from format")
     main = abl[0] if abl else {}
-    for row in abl[1:]:
+    for row in (r for r in abl[1:] if r["kind"] == "format-only"):
         for key, val in row.items():
             mine = main.get(key)
-            if (
-                row["kind"] == "format-only"
-                and key.endswith("_pass@1")
-                and key != "dev_pass@1"
-                and finite(val)
-                and finite(mine)
-            ):
-                if val >= mine - SEPARATION["format_only_margin"]:
-                    status = worst([status, "warn"])
-                    notes.append(f"format-only ablation {row['run']} reaches {key} {val:.3f} vs {mine:.3f}")
+            evaluated = key.endswith("_pass@1") and key != "dev_pass@1"
+            if evaluated and finite(val) and finite(mine) and val >= mine - SEPARATION["format_only_margin"]:
+                status = worst([status, "warn"])
+                notes.append(f"format-only ablation {row['run']} reaches {key} {val:.3f} vs {mine:.3f}")
     return status, notes
 
 
@@ -272,8 +273,8 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
     k = shares.kinds
     if finite(k["correctness"].share) or finite(k["format"].share):
         text = (
-            f"{_fmt(k['correctness'].share, '.0%')} of the training reward came from correctness, "
-            f"{_fmt(k['format'].share, '.0%')} from format"
+            f"{fmt(k['correctness'].share, '.0%')} of the training reward came from correctness, "
+            f"{fmt(k['format'].share, '.0%')} from format"
         )
     else:
         text = "no reward was earned during training, so its sources cannot be separated"
@@ -284,17 +285,12 @@ def check_reward_separation(ctx: AuditContext) -> CheckResult:
         if ctx.ablations
         else "; no correctness-only/format-only ablations"
     )
-    rows = [[r.reward, r.kind, f"{r.weight:g}", _fmt(r.share, ".1%"), _fmt(r.gain, "+.3f")] for r in shares.rewards]
-    tables = [_table("rewards", ["reward", "kind", "weight", "share of reward", "gain (late - early)"], rows)]
+    rows = [[r.reward, r.kind, f"{r.weight:g}", fmt(r.share, ".1%"), fmt(r.gain, "+.3f")] for r in shares.rewards]
+    tables = [Table("rewards", ["reward", "kind", "weight", "share of reward", "gain (late - early)"], rows)]
     if len(abl) > 1:
         cols = list(abl[0])
-        tables.append(
-            _table(
-                "ablations",
-                cols,
-                [[_fmt(r.get(c)) if c not in ("run", "kind", "rewards") else r.get(c) for c in cols] for r in abl],
-            )
-        )
+        cells = [[fmt(r.get(c)) if c not in ("run", "kind", "rewards") else r.get(c) for c in cols] for r in abl]
+        tables.append(Table("ablations", cols, cells))
     hint = "rlvr train --preset correctness-only / --preset format-only from the same base, then rlvr eval each"
     ev = SeparationEvidence(shares=shares, ablations=abl, thresholds=SEPARATION, hint=None if ctx.ablations else hint)
     return CheckResult("reward_separation", status, text, ev, tables=tables)
