@@ -102,8 +102,9 @@ class UserReward:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self.path, self.function), daemon=True,
-                                 name=f"reward:{self.function}")  # fmt: skip
+        proc = self._ctx.Process(
+            target=_serve, args=(child, self.path, self.function), daemon=True, name=f"reward:{self.function}"
+        )
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent

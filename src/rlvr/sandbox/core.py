@@ -397,6 +397,8 @@ def check_file(
         console.print(f"[green]accepted[/green]: {escape(result.reason)}", soft_wrap=True)
         return 0
     reason = " ".join(result.reason.split())  # one line, whatever the sandbox's stderr held
-    console.print(f"{escape(str(path))}: [red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(reason)}",
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"{escape(str(path))}: [red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(reason)}",
+        soft_wrap=True,
+    )
     return 1

@@ -31,10 +31,14 @@ _PROBLEMS: dict[str, tuple[str, str, list[Step]]] = {
         "Josh decides to try flipping a house. He buys a house for $80,000 and then puts in $50,000 in "
         "repairs. This increased the value of the house by 150%. How much profit did he make?",
         "70000",
-        [Step("80000+50000", "130000"), Step("80000*1.5", "120000"), Step("120000+80000", "200000"),
-         Step("200000-130000", "70000")],
+        [
+            Step("80000+50000", "130000"),
+            Step("80000*1.5", "120000"),
+            Step("120000+80000", "200000"),
+            Step("200000-130000", "70000"),
+        ],
     ),
-}  # fmt: skip
+}
 
 # (problem, completion): what each probes is in the comment
 _ITEMS: list[tuple[str, str]] = [

@@ -38,44 +38,14 @@ MAX_REPORTED = 5  # violations listed in a rejection reason
 # Importable modules (each is handed to the candidate as a read-only namespace of its public,
 # non-module attributes, so `re.enum.sys` and friends do not exist in the sandbox).
 ALLOWED_MODULES = frozenset(
-    {
-        "bisect",
-        "collections",
-        "collections.abc",
-        "decimal",
-        "difflib",
-        "fractions",
-        "functools",
-        "heapq",
-        "itertools",
-        "json",
-        "math",
-        "re",
-        "rlvr.verify",
-        "statistics",
-        "string",
-        "unicodedata",
-    }
+    "bisect collections collections.abc decimal difflib fractions functools heapq itertools json math re "
+    "rlvr.verify statistics string unicodedata".split()
 )
 # Modules that may only be used as `from M import NAME` with these names.
 FROM_ONLY: dict[str, frozenset[str]] = {
     "__future__": frozenset({"annotations"}),
     "typing": frozenset(
-        {
-            "Any",
-            "Callable",
-            "Dict",
-            "FrozenSet",
-            "Iterable",
-            "Iterator",
-            "List",
-            "Mapping",
-            "Optional",
-            "Sequence",
-            "Set",
-            "Tuple",
-            "Union",
-        }
+        "Any Callable Dict FrozenSet Iterable Iterator List Mapping Optional Sequence Set Tuple Union".split()
     ),
 }
 # Public attributes hidden from a module's namespace (attribute/field traversal by string).
@@ -83,27 +53,18 @@ HIDDEN_ATTRS: dict[str, frozenset[str]] = {"string": frozenset({"Formatter"})}
 
 # The candidate's `__builtins__` (plus a guarded `__import__`); everything else is absent.
 SAFE_BUILTINS = frozenset(
-    {
-        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "dict", "divmod",
-        "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
-        "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow",
-        "print", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum",
-        "tuple", "zip", "ArithmeticError", "AssertionError", "AttributeError", "Exception",
-        "IndexError", "KeyError", "LookupError", "NotImplementedError", "OverflowError",
-        "RecursionError", "RuntimeError", "StopIteration", "TypeError", "UnicodeError",
-        "ValueError", "ZeroDivisionError", "True", "False", "None",
-    }
-)  # fmt: skip
+    "abs all any ascii bin bool bytes callable chr dict divmod enumerate filter float format frozenset "
+    "hash hex int isinstance issubclass iter len list map max min next oct ord pow print range repr "
+    "reversed round set slice sorted str sum tuple zip ArithmeticError AssertionError AttributeError "
+    "Exception IndexError KeyError LookupError NotImplementedError OverflowError RecursionError "
+    "RuntimeError StopIteration TypeError UnicodeError ValueError ZeroDivisionError True False None".split()
+)
 
 # Names that may never appear, even as a local variable (they name escape hatches).
 BANNED_NAMES = frozenset(
-    {
-        "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "globals",
-        "locals", "vars", "dir", "breakpoint", "input", "help", "memoryview", "type", "object",
-        "super", "classmethod", "staticmethod", "property", "exit", "quit", "copyright", "credits",
-        "license",
-    }
-)  # fmt: skip
+    "eval exec compile open getattr setattr delattr hasattr globals locals vars dir breakpoint input help "
+    "memoryview type object super classmethod staticmethod property exit quit copyright credits license".split()
+)
 ALLOWED_DUNDERS = frozenset({"__name__"})
 BANNED_ATTRS = frozenset({"format_map", "vformat", "get_field", "Formatter", "mro"})
 BANNED_ATTR_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")

@@ -129,9 +129,14 @@ def _ray(jobs: Sequence[Job], on_result: OnResult, address: str, cpus_per_job: i
 
 
 def run_jobs(
-    jobs: Sequence[Job], on_result: OnResult, *, workers: int = 1, ray: str | None = None, cpus_per_job: int = 1,
+    jobs: Sequence[Job],
+    on_result: OnResult,
+    *,
+    workers: int = 1,
+    ray: str | None = None,
+    cpus_per_job: int = 1,
     fn: RunFn = run_screen,
-) -> None:  # fmt: skip
+) -> None:
     """Run every job with `fn` and report each result as it arrives (see the module docstring). On
     SIGTERM or SIGINT no new job starts, running local jobs finish and are reported, and
     `Interrupted` is raised (a Ray run stops at once: its tasks' results are not waited for)."""

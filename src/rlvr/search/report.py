@@ -138,8 +138,18 @@ def _trajectory(results: SearchResults) -> Figure | None:
         x = rnd + 0.06 * ((k // 2) * (1 if k % 2 else -1))  # fan the points of one round out a little
         err = _err(f1, ci)
         hollow = full is not None and _ok(steps) and steps < full
-        ax.errorbar([x], [f1], yerr=err, fmt="o", color=_CAND, mfc="white" if hollow else _CAND, ms=5,
-                    elinewidth=0.8, alpha=0.85, capsize=2)  # fmt: skip
+        ax.errorbar(
+            [x],
+            [f1],
+            yerr=err,
+            fmt="o",
+            color=_CAND,
+            mfc="white" if hollow else _CAND,
+            ms=5,
+            elinewidth=0.8,
+            alpha=0.85,
+            capsize=2,
+        )
     best, line = -math.inf, []
     for rnd in rounds:
         best = max([best] + [p[1] for p in pts if p[0] == rnd])
@@ -184,8 +194,11 @@ def _calibration(results: SearchResults) -> Figure | None:
     ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=_CAND, s=18)
     lo, hi = min(min(p) for p in pts), max(max(p) for p in pts)
     ax.plot([lo, hi], [lo, hi], ":", color=_CONTROL, linewidth=1)
-    ax.set(xlabel=f"dev F1 after {cal.short_steps} steps", ylabel=f"dev F1 after {cal.full_steps} steps",
-           title="short screen vs full run")  # fmt: skip
+    ax.set(
+        xlabel=f"dev F1 after {cal.short_steps} steps",
+        ylabel=f"dev F1 after {cal.full_steps} steps",
+        title="short screen vs full run",
+    )
     ax.grid(alpha=0.3)
     return fig
 
@@ -223,8 +236,9 @@ class ScoresView:
     def of(cls, s: DevScores | None) -> ScoresView:
         if s is None:
             return cls()
-        return cls(f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered,
-                   greedy=s.greedy)  # fmt: skip
+        return cls(
+            f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered, greedy=s.greedy
+        )
 
 
 @dataclass(frozen=True)
@@ -377,10 +391,20 @@ def _candidate(c: CandidateResult) -> CandidateView:
     else:
         validation = f"rejected {detail}"
     return CandidateView(
-        rank=c.rank, name=c.name or "?", round=c.round, accepted=c.accepted, description=c.description,
-        parents=list(c.parents), source=c.source, steps=c.steps, status=status, detail=detail, validation=validation,
-        scores=ScoresView.of(c.scores), audit=c.reward_audit,
-    )  # fmt: skip
+        rank=c.rank,
+        name=c.name or "?",
+        round=c.round,
+        accepted=c.accepted,
+        description=c.description,
+        parents=list(c.parents),
+        source=c.source,
+        steps=c.steps,
+        status=status,
+        detail=detail,
+        validation=validation,
+        scores=ScoresView.of(c.scores),
+        audit=c.reward_audit,
+    )
 
 
 def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundView]:
@@ -389,9 +413,17 @@ def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundVie
         mine = [c for c in cands if c.round == rnd]
         done = [c for c in mine if _ok(c.scores.f1)]
         best = max(done, key=lambda c: c.scores.f1 or 0.0, default=None)  # every f1 in `done` is a number
-        out.append(RoundView(round=rnd, proposed=len(mine), accepted=sum(bool(c.accepted) for c in mine),
-                             screened=len(done), failed=sum(c.status == "failed" for c in mine),
-                             best_f1=best.scores.f1 if best else None, best=best.name if best else None))  # fmt: skip
+        out.append(
+            RoundView(
+                round=rnd,
+                proposed=len(mine),
+                accepted=sum(bool(c.accepted) for c in mine),
+                screened=len(done),
+                failed=sum(c.status == "failed" for c in mine),
+                best_f1=best.scores.f1 if best else None,
+                best=best.name if best else None,
+            )
+        )
     return out
 
 
@@ -399,17 +431,21 @@ def _final_view(f: FinalComparison | None) -> FinalView:
     if f is None:
         return FinalView(n_problems=None, n_samples=None, correction=None, scores=[], tests=[])
     scores = [FinalRow(name, ScoresView.of(s)) for name, s in f.scores.items()]
-    return FinalView(n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores,
-                     tests=list(f.tests))  # fmt: skip
+    return FinalView(
+        n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores, tests=list(f.tests)
+    )
 
 
 def _seeds_view(s: SeedsResult | None) -> SeedsView | None:
     if s is None or not s.runs:
         return None
-    runs = [RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
-            for r in s.runs]  # fmt: skip
-    return SeedsView(ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean,
-                     test_sd=s.test_sd)  # fmt: skip
+    runs = [
+        RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
+        for r in s.runs
+    ]
+    return SeedsView(
+        ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean, test_sd=s.test_sd
+    )
 
 
 def _view(results: SearchResults, path: Path) -> ReportView:
@@ -418,9 +454,17 @@ def _view(results: SearchResults, path: Path) -> ReportView:
     proposer, halving = cfg.get("proposer") or {}, cfg.get("halving") or {}
     cands = [_candidate(c) for c in results.candidates]
     ctrl = results.control
-    ensembles = [EnsembleView(kind=e.kind or "?", members=list(e.members), status=e.status or "?", error=e.error,
-                              scores=ScoresView.of(e.scores), audit=e.reward_audit)
-                 for e in results.ensembles]  # fmt: skip
+    ensembles = [
+        EnsembleView(
+            kind=e.kind or "?",
+            members=list(e.members),
+            status=e.status or "?",
+            error=e.error,
+            scores=ScoresView.of(e.scores),
+            audit=e.reward_audit,
+        )
+        for e in results.ensembles
+    ]
     best = min((c for c in cands if c.rank is not None), key=lambda c: c.rank or 0, default=None)
     winners = ([WinnerView(f"best single ({best.name})", best.audit)] if best else []) + [
         WinnerView(f"{e.kind} ensemble", e.audit) for e in ensembles

@@ -160,7 +160,7 @@ class Store:
                 stage=r[6],
                 reason=r[7],
                 probe=None if r[8] is None else json.loads(r[8]),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
