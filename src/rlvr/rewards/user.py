@@ -1,20 +1,11 @@
-"""User reward functions from the user's own Python file, run where they can be stopped.
+"""User reward functions from the user's own Python file, run where they can be stopped
+(`rewards: [{file: my_rewards.py, function: brevity}]`, docs/rewards.md).
 
-    rewards:
-      - {name: outcome}
-      - {file: my_rewards.py, function: brevity, weight: 0.5}
-
-`UserReward(path, function)` is a TRL-convention callable, `f(completions, **columns)`, whose calls run
-in a worker process of its own: the worker imports the file, looks the function up and serves calls
-over a pipe. A call that runs past its timeout kills the worker (a Python function cannot be stopped
-from outside its process, and an abandoned thread keeps burning the cores and blocks the exit); the
-next call starts a fresh one, so a hung reward costs its timeout and nothing more. A call that raises
-comes back as `RewardCallError` with the worker's last line, and the trainer counts it as an error.
-
-The worker is started with the "spawn" method: it shares nothing with the trainer (no torch threads,
-no CUDA context), and it needs the file and the function name only. This runs trusted code: a file
-you wrote. Code you did not write goes through the OS sandbox (`sandbox: true`, `rlvr.sandbox`).
-"""
+`UserReward(path, function)` is a TRL-convention callable whose calls run in a "spawn" worker process
+of its own that imports the file once and serves calls over a pipe. A call past its timeout kills the
+worker (a Python function cannot be stopped from outside its process, and an abandoned thread keeps
+burning the cores and blocks the exit); the next call starts a fresh one. This runs trusted code:
+code you did not write goes through the OS sandbox (`sandbox: true`, `rlvr.sandbox`)."""
 
 from __future__ import annotations
 

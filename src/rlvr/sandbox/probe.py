@@ -1,10 +1,5 @@
-"""Stage 4 of the sandbox: the probe batch a candidate reward must score sensibly before it is accepted.
-
-GSM8K-style problems with correct and incorrect worked solutions, each answer marker the verifier
-knows, and the edge cases a policy produces early in training: empty and whitespace-only text, a very
-long ramble, non-ASCII digits and emoji, hedged and conflicting answers, marker spam. The columns are
-the ones the trainer passes (`rlvr.grpo.rollout`): prompts, answer, steps, question, problem_id.
-"""
+"""Stage 4 of the sandbox: the probe batch a candidate reward must score sensibly before it is
+accepted (what it holds: docs/sandbox.md), with the columns the trainer passes."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Stage 1 of the sandbox: a static (AST) check of candidate reward source, and the allowlists that the
-in-jail worker enforces again at run time (stage 3).
-
-The static check is a filter for honest mistakes and obvious escapes, not a security boundary: the
-OS jail in `rlvr.sandbox.jail` is. It runs in the host process on untrusted text, so it never executes or
-imports anything, bounds the input before parsing, and walks the tree iteratively (`ast.walk`).
-"""
+in-jail worker enforces again at run time (stage 3). A filter for honest mistakes and obvious escapes,
+not a security boundary; it runs on untrusted text, so it never executes or imports anything, bounds
+the input before parsing, and walks the tree iteratively (`ast.walk`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""`rlvr search calibrate DIR`: is a short screen a trustworthy stand-in for a full one here?
-
-For the `n` best screened candidates of a finished (or resumed) search it runs a short screen
-(`short_frac * screen_steps` steps) and a second full screen with another seed, then reports Kendall's
-tau (scipy) between the short and the full ranking, and between the two seeds' full rankings. A tau
-near the seed-vs-seed tau says halving loses little; a tau near 0 says short runs rank by noise,
-and with seed-vs-seed tau near 0 even full screens cannot separate these candidates.
-"""
+"""`rlvr search calibrate DIR`: is a short screen a trustworthy stand-in for a full one here? Kendall's
+tau of short vs full screens and of two seeds' full screens (and, with `lengths`, by screen length).
+How to read it: docs/search.md ("Successive halving and calibration")."""
 
 from __future__ import annotations
 

@@ -1,27 +1,8 @@
-"""Write `search_report.html`: one self-contained page (inline CSS, plots as base64 PNG, no script,
-no external resource) that explains a finished reward search from its `results.json` data.
-
-Sections, in order:
-
-1. header: output folder, base model, wall time, proposer, rounds x candidates, step budgets, split
-   sizes, and how to read the numbers;
-2. the round-by-round trajectory: every screened candidate's dev F1 by round against the control
-   (base rewards only) and the best so far, with a table per round;
-3. the leaderboard: rank, what each candidate measures, dev F1 and accuracy with 95% bootstrap
-   intervals, answered share, reward-audit flags and why a candidate was rejected or failed;
-4. ensembles (top, diverse, random) against the control, and the seed study;
-5. the final test-split comparison (read once) with McNemar's tests against the control;
-6. the reward-hacking audit of the winners (best single candidate and the ensembles);
-7. the calibration of short screens against full runs, when `results.calibration` is present;
-8. every candidate's source code (HTML-escaped) and its validation result.
-
-Any part may be missing or None (a failed control, no ensembles, no test comparisons): the page
-renders with "n/a" or a sentence in their place. Run by `rlvr search` (see rlvr.search.run), or by
-hand: `write_report(read_search_results("OUT"), Path("OUT/search_report.html"))`.
-
-The template reads a typed view (`ReportView` and the small records below it) built from the
-`SearchResults` record (rlvr.search.records); the plots are drawn from the record itself.
-"""
+"""Write `search_report.html` (`write_report`, `render_html`): one self-contained page (inline CSS,
+plots as base64 PNG, no script, no external resource) that explains a finished search from its
+`SearchResults` (sections: docs/search.md, "Output"). Any part may be missing (a failed control, no
+ensembles): the page shows "n/a" or a sentence in its place. The template reads the typed views below;
+the plots are drawn from the record itself."""
 
 from __future__ import annotations
 

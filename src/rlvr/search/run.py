@@ -1,19 +1,5 @@
-"""`rlvr search`: the reward-search loop, driven from one process that owns the store.
-
-    base     the starting checkpoint (given, or SFT from scratch into OUT/base)
-    control  a screen with the protected base rewards only
-    rounds   propose M candidates (ranked summary of earlier rounds as feedback) -> validate each in
-             the sandbox -> screen the accepted ones (optionally by successive halving) -> rank by
-             dev F1, then dev accuracy
-    ensembles  top-ranked, diverse across rounds, and a random control of the same size, each
-             screened with `final_steps`; the best ensemble is retrained with `seeds` seeds
-    final    the control, the best single candidate and the ensembles evaluated on the test split
-             (the first and only time it is read); McNemar's test on greedy per-problem correctness
-             of each against the control, corrected for the number of comparisons
-    report   results.json and search_report.html
-
-The private holdout is never read. Everything is in OUT/search.db; `--resume` skips what finished.
-"""
+"""`rlvr search`: the reward-search loop (`Search`, `run_search`), driven from one process that owns
+the store (OUT/search.db; `--resume` skips what finished). The stages and what each reads: docs/search.md."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""Screening: one short GRPO run with the protected base rewards plus candidate reward(s), scored on
-the development split. Runs in a worker process (local pool or Ray) or in-process; its input and
-output are plain data so it pickles and its result goes straight into the store as JSON.
-
-Scores (per problem i of the dev split, n samples each; `c_i` correct, `a_i` answered, i.e. the
-verifier found a final answer):
-
-    accuracy  = sum_i c_i / (P n)                      (sampled pass@1)
-    precision = sum_i c_i / sum_i a_i                  (correct among answered)
-    recall    = sum_i c_i / (P n)                      (= accuracy)
-    F1        = 2 precision recall / (precision + recall)
-
-F1 rewards a policy that answers when it can and is right when it answers; with every completion
-answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap over problems
-(`rlvr.evaluate.stats.bootstrap_ci`).
-"""
+"""Screening (`run_screen`): one short GRPO run with the protected base rewards plus the candidate
+reward(s), scored on the dev split (accuracy, precision and F1 with bootstrap CIs: docs/search.md).
+Its input and output are plain data, so it pickles to a worker (local pool or Ray) and its result
+goes straight into the store as JSON."""
 
 from __future__ import annotations
 
@@ -59,7 +47,6 @@ class ScreenJob:
     eval_split: Literal["dev", "test"] = "dev"
     eval_n: int = 200
     eval_samples: int = 4
-    keep_model: bool = True
 
     @property
     def names(self) -> list[str]:
@@ -252,8 +239,6 @@ def run_screen(job: ScreenJob) -> ScreenResult:
                 f"the candidate reward was unscorable (None) for {none_frac:.0%} of completions; last errors: {errs}"
             )
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-        if not job.keep_model:
-            shutil.rmtree(run_dir / "model", ignore_errors=True)
     except Exception as e:  # a failed screen is a result (the search goes on), not a crash
         result.status, result.error = "failed", f"{type(e).__name__}: {e}"
         result.traceback = traceback.format_exc()[-4000:]
