@@ -74,11 +74,8 @@ def _serve(conn: Connection, path: str, function: str) -> None:
 
 
 class UserReward:
-    """`fn(completions, **columns)` of `path`, called in a stoppable worker process.
-
-    Construction starts the worker and waits until the file is imported, so a missing file or
-    function is a `RewardLoadError` before any training starts.
-    """
+    """`fn(completions, **columns)` of `path`, called in a stoppable worker process. Construction waits
+    until the file is imported, so a missing file or function is a `RewardLoadError` before training."""
 
     def __init__(self, path: str | Path, function: str = "reward", timeout_s: float = 30.0) -> None:
         self.path, self.function, self.timeout_s = str(Path(path).resolve()), function, timeout_s

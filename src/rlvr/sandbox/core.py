@@ -329,10 +329,7 @@ def check_file(
     function: str = ENTRY,
 ) -> int:
     """`rlvr rewards check FILE.py`: validate a reward file (entry point `function`) and print the
-    verdict and probe values.
-
-    Exit codes: 0 accepted, 1 rejected, 2 unreadable file, 3 no sandbox available.
-    """
+    verdict and probe values. Exit codes: 0 accepted, 1 rejected, 2 unreadable file, 3 no sandbox."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

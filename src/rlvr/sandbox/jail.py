@@ -110,12 +110,8 @@ _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
-    """A classic-BPF seccomp filter (bytes of `struct sock_filter`) for bwrap's `--seccomp FD`.
-
-    Kills on a foreign arch, returns EPERM for the denied syscalls and for `clone` without
-    CLONE_THREAD (threads are allowed, new processes are not), ENOSYS for `clone3` (so libc falls
-    back to `clone`), allows the rest. None on an architecture without a table.
-    """
+    """A classic-BPF seccomp filter (bytes of `struct sock_filter`) for bwrap's `--seccomp FD`, None on an
+    architecture without a table. What it denies, and how: docs/sandbox.md ("What it denies")."""
     machine = machine or platform.machine()
     if machine not in _DENY:
         return None

@@ -214,12 +214,7 @@ def _check_range(tree: ast.Module) -> tuple[list[str], tuple[float, float]]:
         n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "RANGE" and not isinstance(n.ctx, ast.Load)
     ]
     decls = [
-        s
-        for s in tree.body
-        if isinstance(s, ast.Assign)
-        and len(s.targets) == 1
-        and isinstance(s.targets[0], ast.Name)
-        and s.targets[0].id == "RANGE"
+        s for s in tree.body if isinstance(s, ast.Assign) and [getattr(t, "id", None) for t in s.targets] == ["RANGE"]
     ]
     if not stores:
         return [], DEFAULT_RANGE

@@ -81,11 +81,9 @@ def search(
         _fail(f"interrupted; finished screens are stored: rlvr search --resume {cfg.out}")
     except Interrupted as e:
         name = signal.Signals(e.signum).name
-        console.print(
+        _log(
             f"[bold yellow]stopped:[/] interrupted by {name}; finished screens are stored; resume with: "
-            f"rlvr search --resume {cfg.out}",
-            highlight=False,
-            soft_wrap=True,
+            f"rlvr search --resume {cfg.out}"
         )
         raise typer.Exit(e.code) from None
     except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:

@@ -399,10 +399,11 @@ class Search:
         ens = self.pick_ensembles(board)
         steps = c.steps_final
         tags = {kind: _members_tag([r.name for r in m]) for kind, m in ens.items()}
-        ens_jobs = {
-            kind: self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
-            for kind, m in ens.items()
-        }
+
+        def ens_key(kind: str, seed: int) -> str:
+            return f"ens/{kind}-{tags[kind]}/s{steps}/seed{seed}"
+
+        ens_jobs = {kind: self.job(ens_key(kind, c.seed), "ensemble", m, steps, c.seed) for kind, m in ens.items()}
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
         ranked_ens = sorted(
@@ -412,13 +413,7 @@ class Search:
         seed_runs: list[ScreenResult] = []
         if best_kind is not None and c.seeds > 1:
             jobs = [
-                self.job(
-                    f"ens/{best_kind}-{tags[best_kind]}/s{steps}/seed{c.seed + s}",
-                    "seed",
-                    ens[best_kind],
-                    steps,
-                    c.seed + s,
-                )
+                self.job(ens_key(best_kind, c.seed + s), "seed", ens[best_kind], steps, c.seed + s)
                 for s in range(1, c.seeds)
             ]
             res = self._run(jobs, f"seeds ({best_kind} ensemble)")
@@ -462,24 +457,14 @@ class Search:
         cands = []
         for rank, x in enumerate(board, 1):
             row, res = x.row, x.result
-            status = "rejected" if row.accepted is False else (res.status if res else "not screened")
+            screened = {k: getattr(res, k) for k in ("error", "steps", "train", "reward_audit")} if res else {}
             cands.append(
                 CandidateResult(
+                    **{k: v for k, v in vars(row).items() if k != "probe"},  # the candidate as stored
+                    **screened,
                     rank=rank if x.done else None,
-                    name=row.name,
-                    round=row.round,
-                    description=row.description,
-                    parents=list(row.parents),
-                    source=row.source,
-                    accepted=row.accepted,
-                    stage=row.stage,
-                    reason=row.reason,
-                    status=status,
-                    error=res.error if res else None,
-                    steps=res.steps if res else None,
+                    status="rejected" if row.accepted is False else (res.status if res else "not screened"),
                     scores=_short(res.scores if res else None),
-                    train=res.train if res else None,
-                    reward_audit=res.reward_audit if res else None,
                 )
             )
         rounds = []
