@@ -1,9 +1,6 @@
-"""Rewards in TRL's calling convention: `f(completions, **columns) -> list[float | None]`.
-
-Hand any of them to `trl.GRPOTrainer(reward_funcs=[...])` unchanged. `None` means "not scorable":
-the trainer leaves it out of the group statistics rather than counting it as 0. Formulas and ranges
-are in each function's docstring and in docs/rewards.md.
-"""
+"""Rewards in TRL's calling convention: `f(completions, **columns) -> list[float | None]`, `None`
+meaning "not scorable" (never a silent 0). Hand any of them to `trl.GRPOTrainer(reward_funcs=[...])`
+unchanged. Formulas and ranges: docs/rewards.md."""
 
 from rlvr.rewards.combine import REGISTRY, RewardSpec, build_reward, combine
 from rlvr.rewards.format import (

@@ -1,11 +1,5 @@
-"""Weighted sums of rewards, and the registry that lets configs name rewards.
-
-rewards:
-  - {name: outcome, weight: 1.0}
-  - {name: process, weight: 0.5, params: {overlong_penalty: 0.25}}
-  - {file: my_rewards.py, function: brevity, weight: 0.1}           # your own code, a stoppable worker
-  - {file: candidate.py, function: reward, sandbox: true}           # code you did not write: the OS sandbox
-"""
+"""Weighted sums of rewards (`weighted_sum`, `combine`), and the registry that lets configs name
+rewards (`REGISTRY`, `RewardSpec`, `build_reward`; docs/rewards.md)."""
 
 from __future__ import annotations
 
@@ -27,10 +21,7 @@ RewardFn = Callable[..., list[float | None]]
 
 class RewardSpec(BaseModel):
     """One reward in a config: a registry `name` with its `params`, or a function of the user's own
-    `file` (TRL convention; `function` defaults to `reward`, `name` then labels it in metrics), and its
-    `weight` in the sum. A file's function runs in a worker process that is stopped on a timeout
-    (`rlvr.rewards.user`), or in the OS sandbox with `sandbox: true`. A relative `file` is taken from
-    the working directory and stored absolute, so the run folder's config.yaml finds it again.
+    `file` (docs/rewards.md), and its `weight` in the sum. A typo in `params` fails at load, not mid-run:
 
     >>> RewardSpec(name="process", params={"overlong": 1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -117,10 +108,8 @@ def build_reward(spec: RewardSpec) -> RewardFn:
 
 
 def weighted_sum(columns: Sequence[Sequence[float | None]], weights: Sequence[float]) -> list[float | None]:
-    """Per item i, `sum_j w_j * v_ji` of J parts' value columns (J lists of N items, in one order).
-
-    An item is unscorable (`None`) when any part's value for it is None or not finite, so a missing
-    term never turns into a silent 0. The one combiner: `combine`, the trainer's `RewardRunner` and
+    """Per item i, `sum_j w_j * v_ji` of J parts' value columns (J lists of N items), `None` where any
+    part's value is None or not finite. The one combiner: `combine`, the trainer's `RewardRunner` and
     reward search's `EnsembleReward` all sum through it.
 
     >>> weighted_sum([[1.0, 0.0, None, 1.0], [0.5, 1.0, 1.0, float("nan")]], [1.0, 0.25])
@@ -138,8 +127,7 @@ def weighted_sum(columns: Sequence[Sequence[float | None]], weights: Sequence[fl
 
 
 def combine(parts: Sequence[tuple[RewardFn, float]]) -> RewardFn:
-    """Weighted sum `sum_j w_j * f_j` (`weighted_sum`). An item is unscorable (`None`) when any
-    part is, so a missing term never turns into a silent 0.
+    """Weighted sum `sum_j w_j * f_j` of reward functions (`weighted_sum`).
 
     >>> from rlvr.rewards import outcome, format_gsm8k
     >>> f = combine([(outcome, 1.0), (format_gsm8k, 0.1)])

@@ -1,10 +1,5 @@
 """Format rewards: does the completion have the expected shape? They pay regardless of correctness,
-which is exactly why the audit measures how much of the training reward came from them.
-
-`format_exact` and `format_approx` follow the three protected base rewards of the reward-search
-paper for a configurable tag pair (default `<thinking>...</thinking><solution>...</solution>`);
-`format_gsm8k` checks GSM8K's own shape (a final `#### N` line), the format of the embedded task.
-"""
+which is why the audit measures how much of the training reward came from them (docs/rewards.md)."""
 
 from __future__ import annotations
 

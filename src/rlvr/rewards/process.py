@@ -1,17 +1,13 @@
 """Process reward: step-level checks against GSM8K's `<<expr=result>>` calculator annotations.
 
-For a completion with generated steps s_1..s_m, of which r are right (exact arithmetic, and the value
-matches a gold step not yet used) and w = m - r wrong, and a gold solution with n >= 1 steps:
+For m generated steps, r right (exact arithmetic, value matching a gold step not yet used), w = m - r
+wrong, and n >= 1 gold steps:
 
     process = clip((r - w - missing_penalty * max(0, (n - r) - w)) / n, -1, 1)
               - overlong_penalty * [m > 1.5 n], clipped to [-1, 1]
 
-Each wrong step costs 1, and so does each gold step the completion never attempts (`missing_penalty`,
-1 by default): a bare answer scores -1, a full right chain 1. With `missing_penalty: 0` steps left out
-cost nothing (a bare answer scores 0), which pays a model for not showing work it might get wrong:
-on the `easy` rung the granularity study's process arms learned exactly that within 20 steps
-(docs/studies.md). Problems without gold steps are not scorable (`None`), never silently 0.
-"""
+A bare answer scores -1 (0 with `missing_penalty: 0`, which pays a model for not showing work:
+docs/studies.md section 1b). Problems without gold steps are not scorable (`None`), never silently 0."""
 
 from __future__ import annotations
 

@@ -1,20 +1,11 @@
-"""User reward functions from the user's own Python file, run where they can be stopped.
+"""User reward functions from the user's own Python file, run where they can be stopped
+(`rewards: [{file: my_rewards.py, function: brevity}]`, docs/rewards.md).
 
-    rewards:
-      - {name: outcome}
-      - {file: my_rewards.py, function: brevity, weight: 0.5}
-
-`UserReward(path, function)` is a TRL-convention callable, `f(completions, **columns)`, whose calls run
-in a worker process of its own: the worker imports the file, looks the function up and serves calls
-over a pipe. A call that runs past its timeout kills the worker (a Python function cannot be stopped
-from outside its process, and an abandoned thread keeps burning the cores and blocks the exit); the
-next call starts a fresh one, so a hung reward costs its timeout and nothing more. A call that raises
-comes back as `RewardCallError` with the worker's last line, and the trainer counts it as an error.
-
-The worker is started with the "spawn" method: it shares nothing with the trainer (no torch threads,
-no CUDA context), and it needs the file and the function name only. This runs trusted code: a file
-you wrote. Code you did not write goes through the OS sandbox (`sandbox: true`, `rlvr.sandbox`).
-"""
+`UserReward(path, function)` is a TRL-convention callable whose calls run in a "spawn" worker process
+of its own that imports the file once and serves calls over a pipe. A call past its timeout kills the
+worker (a Python function cannot be stopped from outside its process, and an abandoned thread keeps
+burning the cores and blocks the exit); the next call starts a fresh one. This runs trusted code:
+code you did not write goes through the OS sandbox (`sandbox: true`, `rlvr.sandbox`)."""
 
 from __future__ import annotations
 
@@ -83,11 +74,8 @@ def _serve(conn: Connection, path: str, function: str) -> None:
 
 
 class UserReward:
-    """`fn(completions, **columns)` of `path`, called in a stoppable worker process.
-
-    Construction starts the worker and waits until the file is imported, so a missing file or
-    function is a `RewardLoadError` before any training starts.
-    """
+    """`fn(completions, **columns)` of `path`, called in a stoppable worker process. Construction waits
+    until the file is imported, so a missing file or function is a `RewardLoadError` before training."""
 
     def __init__(self, path: str | Path, function: str = "reward", timeout_s: float = 30.0) -> None:
         self.path, self.function, self.timeout_s = str(Path(path).resolve()), function, timeout_s
@@ -102,8 +90,9 @@ class UserReward:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self.path, self.function), daemon=True,
-                                 name=f"reward:{self.function}")  # fmt: skip
+        proc = self._ctx.Process(
+            target=_serve, args=(child, self.path, self.function), daemon=True, name=f"reward:{self.function}"
+        )
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent

@@ -1,24 +1,7 @@
-"""Run untrusted, LLM-written reward functions: validate them, then call them, always in an OS jail.
-
-Python-level restriction is not a security boundary (`__subclasses__` walks, generator frames and
-format-string traversal escape it), so every execution of candidate code happens in a separate
-process under bubblewrap (`rlvr.sandbox.jail`). Validation has four stages:
-
-1. `static`: an AST check (`rlvr.sandbox.static`): allowed imports only, no dunder names or private
-   attributes, no eval/exec/open/getattr/..., `str.format` only on literals without field
-   traversal, exactly one `def reward(completions, **kwargs)` (or another name given as
-   `function=`), an optional literal `RANGE = (lo, hi)`.
-2. `load`: the module is executed in a fresh jailed worker (`rlvr/sandbox/worker.py`).
-3. `namespace`: it runs with whitelisted `__builtins__` and a guarded `__import__`; the entry point
-   must be a plain function with the right signature.
-4. `probe`: the entry point scores a batch of realistic and edge-case completions
-   (`rlvr.sandbox.probe`); it must return a list of the right length of None or finite numbers
-   within RANGE (default [-10, 10]), and must score at least one item.
-
-`load` gives a `SandboxedReward`: a TRL-convention callable backed by one long-lived jailed worker,
-restarted after a timeout or crash; failures give None per item and are recorded, never raised.
-Threat model, jail flags and measured overheads: docs/sandbox.md.
-"""
+"""The host side of the reward sandbox: `validate` (the four stages), `load` and its call wrapper
+`SandboxedReward`, and `check_file` (`rlvr rewards check`). Python-level restriction is not a security
+boundary, so every execution of candidate code happens in a jailed process (`rlvr.sandbox.jail`).
+The stages, the call wrapper and the threat model: docs/sandbox.md."""
 
 from __future__ import annotations
 
@@ -38,7 +21,7 @@ from rlvr.sandbox.jail import (
     worker_config,
 )
 from rlvr.sandbox.probe import probe_batch
-from rlvr.sandbox.static import DEFAULT_RANGE, ENTRY, StaticResult, check_entry_name, static_check
+from rlvr.sandbox.static import DEFAULT_RANGE, ENTRY, check_entry_name, static_check
 
 __all__ = [
     "RewardRejected",
@@ -123,17 +106,9 @@ def clean_values(raw: Any, n: int, value_range: tuple[float, float]) -> tuple[li
 
 
 class SandboxedReward:
-    """A candidate reward behind a jailed worker, callable as `f(completions, **columns)`.
-
-    Every call returns one float or None per completion and never raises. A failed call (exception in
-    the candidate, timeout, crash, oversized or malformed output) gives None for every item; invalid
-    items (NaN, non-numbers, out of RANGE) give None for those items. `last_error` is the reason from
-    the most recent call (None when it was clean), `errors` counts items lost to failures, `restarts`
-    counts worker restarts. Calls are serialised; `close()` (or `with`) ends the worker.
-
-    The module is loaded within `max(timeout_s, 5)` seconds, each call within `timeout_s`.
-    `function` names the module's entry point (default `reward`). `restricted=False` (tests of the
-    OS layer only) gives the module the real builtins and imports.
+    """A candidate reward behind a jailed worker, callable as `f(completions, **columns)`; every call
+    returns one float or None per completion and never raises (docs/sandbox.md, "The call wrapper").
+    `restricted=False` (tests of the OS layer only) gives the module the real builtins and imports.
     """
 
     def __init__(
@@ -282,11 +257,9 @@ def load(
     function: str = ENTRY,
     _skip_checks: bool = False,
 ) -> SandboxedReward:
-    """A `SandboxedReward` for candidate source: static check, then a jailed worker with the module
-    loaded. Raises `RewardRejected` (static/load/namespace) or `SandboxUnavailable`. Does not probe:
-    call `validate` first. `function` names the entry point, `def function(completions, **kwargs)`
-    (ValueError when it is not an identifier). `_skip_checks` (tests only) skips stages 1 and 3 so
-    that only the OS layer stands between the code and the machine."""
+    """A `SandboxedReward` for candidate source after stages 1-3 (`RewardRejected` says which failed);
+    does not probe: call `validate` first. `_skip_checks` (tests only) skips stages 1 and 3 so that
+    only the OS layer stands between the code and the machine."""
     declared = DEFAULT_RANGE
     if not _skip_checks:
         st = static_check(source, function)
@@ -329,20 +302,14 @@ def validate(
     unsafe_no_sandbox: bool = False,
     function: str = ENTRY,
 ) -> Validation:
-    """Run the four stages on candidate source; never raises for a bad candidate (only
-    `SandboxUnavailable` when the code cannot be isolated and `unsafe_no_sandbox` is False, and
-    ValueError when `function`, the entry point's name, is not an identifier).
-
-    `timeout_s` bounds the probe call; the module load gets `max(timeout_s, 5)` seconds."""
-    st: StaticResult = static_check(source, function)
-    if not st.ok:
-        return Validation(False, "static", st.reason, None)
+    """Run the four stages on candidate source; never raises for a bad candidate, only
+    `SandboxUnavailable` (no isolation, and not `unsafe_no_sandbox`) and ValueError (`function` is not
+    an identifier)."""
     try:
-        reward = SandboxedReward(
+        reward = load(
             source,
             timeout_s=timeout_s,
             memory_mb=memory_mb,
-            value_range=st.range,
             name="candidate",
             unsafe_no_sandbox=unsafe_no_sandbox,
             function=function,
@@ -362,10 +329,7 @@ def check_file(
     function: str = ENTRY,
 ) -> int:
     """`rlvr rewards check FILE.py`: validate a reward file (entry point `function`) and print the
-    verdict and probe values.
-
-    Exit codes: 0 accepted, 1 rejected, 2 unreadable file, 3 no sandbox available.
-    """
+    verdict and probe values. Exit codes: 0 accepted, 1 rejected, 2 unreadable file, 3 no sandbox."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -397,6 +361,8 @@ def check_file(
         console.print(f"[green]accepted[/green]: {escape(result.reason)}", soft_wrap=True)
         return 0
     reason = " ".join(result.reason.split())  # one line, whatever the sandbox's stderr held
-    console.print(f"{escape(str(path))}: [red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(reason)}",
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"{escape(str(path))}: [red]rejected[/red] at stage [bold]{result.stage}[/bold]: {escape(reason)}",
+        soft_wrap=True,
+    )
     return 1

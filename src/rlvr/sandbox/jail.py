@@ -1,13 +1,6 @@
-"""The OS layer of the reward sandbox: bubblewrap jail, seccomp filter, rlimits, and one worker process.
-
-Every execution of candidate code happens in `rlvr/sandbox/worker.py` started through `Backend.argv`: bubblewrap
-with fresh pid/net/ipc/uts(/cgroup) namespaces, a read-only view of only the Python runtime and the
-`rlvr` package, a private size-limited tmpfs /tmp, uid/gid 65534 with no capabilities, a seccomp
-deny-list (no sockets, no new processes, no mounts/namespaces/ptrace/bpf/io_uring/keyrings), and
-rlimits set by the worker before it reads the candidate. `WorkerProcess` talks to it over pipes with
-deadlines on every read and write and kills the whole sandbox (process group + pid namespace) on
-timeout. See docs/sandbox.md for the threat model and the exact flags.
-"""
+"""The OS layer of the reward sandbox: bubblewrap command line (`Backend.argv`), seccomp filter
+(`seccomp_program`), `detect()`, and one worker process (`WorkerProcess`), which talks to the jailed
+`worker.py` over pipes with a deadline on every read and write. The exact flags: docs/sandbox.md."""
 
 from __future__ import annotations
 
@@ -117,12 +110,8 @@ _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
-    """A classic-BPF seccomp filter (bytes of `struct sock_filter`) for bwrap's `--seccomp FD`.
-
-    Kills on a foreign arch, returns EPERM for the denied syscalls and for `clone` without
-    CLONE_THREAD (threads are allowed, new processes are not), ENOSYS for `clone3` (so libc falls
-    back to `clone`), allows the rest. None on an architecture without a table.
-    """
+    """A classic-BPF seccomp filter (bytes of `struct sock_filter`) for bwrap's `--seccomp FD`, None on an
+    architecture without a table. What it denies, and how: docs/sandbox.md ("What it denies")."""
     machine = machine or platform.machine()
     if machine not in _DENY:
         return None

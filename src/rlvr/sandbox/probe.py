@@ -1,10 +1,5 @@
-"""Stage 4 of the sandbox: the probe batch a candidate reward must score sensibly before it is accepted.
-
-GSM8K-style problems with correct and incorrect worked solutions, each answer marker the verifier
-knows, and the edge cases a policy produces early in training: empty and whitespace-only text, a very
-long ramble, non-ASCII digits and emoji, hedged and conflicting answers, marker spam. The columns are
-the ones the trainer passes (`rlvr.grpo.rollout`): prompts, answer, steps, question, problem_id.
-"""
+"""Stage 4 of the sandbox: the probe batch a candidate reward must score sensibly before it is
+accepted (what it holds: docs/sandbox.md), with the columns the trainer passes."""
 
 from __future__ import annotations
 
@@ -31,10 +26,14 @@ _PROBLEMS: dict[str, tuple[str, str, list[Step]]] = {
         "Josh decides to try flipping a house. He buys a house for $80,000 and then puts in $50,000 in "
         "repairs. This increased the value of the house by 150%. How much profit did he make?",
         "70000",
-        [Step("80000+50000", "130000"), Step("80000*1.5", "120000"), Step("120000+80000", "200000"),
-         Step("200000-130000", "70000")],
+        [
+            Step("80000+50000", "130000"),
+            Step("80000*1.5", "120000"),
+            Step("120000+80000", "200000"),
+            Step("200000-130000", "70000"),
+        ],
     ),
-}  # fmt: skip
+}
 
 # (problem, completion): what each probes is in the comment
 _ITEMS: list[tuple[str, str]] = [

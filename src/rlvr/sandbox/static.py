@@ -1,10 +1,7 @@
 """Stage 1 of the sandbox: a static (AST) check of candidate reward source, and the allowlists that the
-in-jail worker enforces again at run time (stage 3).
-
-The static check is a filter for honest mistakes and obvious escapes, not a security boundary: the
-OS jail in `rlvr.sandbox.jail` is. It runs in the host process on untrusted text, so it never executes or
-imports anything, bounds the input before parsing, and walks the tree iteratively (`ast.walk`).
-"""
+in-jail worker enforces again at run time (stage 3). A filter for honest mistakes and obvious escapes,
+not a security boundary; it runs on untrusted text, so it never executes or imports anything, bounds
+the input before parsing, and walks the tree iteratively (`ast.walk`)."""
 
 from __future__ import annotations
 
@@ -38,44 +35,14 @@ MAX_REPORTED = 5  # violations listed in a rejection reason
 # Importable modules (each is handed to the candidate as a read-only namespace of its public,
 # non-module attributes, so `re.enum.sys` and friends do not exist in the sandbox).
 ALLOWED_MODULES = frozenset(
-    {
-        "bisect",
-        "collections",
-        "collections.abc",
-        "decimal",
-        "difflib",
-        "fractions",
-        "functools",
-        "heapq",
-        "itertools",
-        "json",
-        "math",
-        "re",
-        "rlvr.verify",
-        "statistics",
-        "string",
-        "unicodedata",
-    }
+    "bisect collections collections.abc decimal difflib fractions functools heapq itertools json math re "
+    "rlvr.verify statistics string unicodedata".split()
 )
 # Modules that may only be used as `from M import NAME` with these names.
 FROM_ONLY: dict[str, frozenset[str]] = {
     "__future__": frozenset({"annotations"}),
     "typing": frozenset(
-        {
-            "Any",
-            "Callable",
-            "Dict",
-            "FrozenSet",
-            "Iterable",
-            "Iterator",
-            "List",
-            "Mapping",
-            "Optional",
-            "Sequence",
-            "Set",
-            "Tuple",
-            "Union",
-        }
+        "Any Callable Dict FrozenSet Iterable Iterator List Mapping Optional Sequence Set Tuple Union".split()
     ),
 }
 # Public attributes hidden from a module's namespace (attribute/field traversal by string).
@@ -83,27 +50,18 @@ HIDDEN_ATTRS: dict[str, frozenset[str]] = {"string": frozenset({"Formatter"})}
 
 # The candidate's `__builtins__` (plus a guarded `__import__`); everything else is absent.
 SAFE_BUILTINS = frozenset(
-    {
-        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "dict", "divmod",
-        "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
-        "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow",
-        "print", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum",
-        "tuple", "zip", "ArithmeticError", "AssertionError", "AttributeError", "Exception",
-        "IndexError", "KeyError", "LookupError", "NotImplementedError", "OverflowError",
-        "RecursionError", "RuntimeError", "StopIteration", "TypeError", "UnicodeError",
-        "ValueError", "ZeroDivisionError", "True", "False", "None",
-    }
-)  # fmt: skip
+    "abs all any ascii bin bool bytes callable chr dict divmod enumerate filter float format frozenset "
+    "hash hex int isinstance issubclass iter len list map max min next oct ord pow print range repr "
+    "reversed round set slice sorted str sum tuple zip ArithmeticError AssertionError AttributeError "
+    "Exception IndexError KeyError LookupError NotImplementedError OverflowError RecursionError "
+    "RuntimeError StopIteration TypeError UnicodeError ValueError ZeroDivisionError True False None".split()
+)
 
 # Names that may never appear, even as a local variable (they name escape hatches).
 BANNED_NAMES = frozenset(
-    {
-        "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "globals",
-        "locals", "vars", "dir", "breakpoint", "input", "help", "memoryview", "type", "object",
-        "super", "classmethod", "staticmethod", "property", "exit", "quit", "copyright", "credits",
-        "license",
-    }
-)  # fmt: skip
+    "eval exec compile open getattr setattr delattr hasattr globals locals vars dir breakpoint input help "
+    "memoryview type object super classmethod staticmethod property exit quit copyright credits license".split()
+)
 ALLOWED_DUNDERS = frozenset({"__name__"})
 BANNED_ATTRS = frozenset({"format_map", "vformat", "get_field", "Formatter", "mro"})
 BANNED_ATTR_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_")
@@ -256,12 +214,7 @@ def _check_range(tree: ast.Module) -> tuple[list[str], tuple[float, float]]:
         n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "RANGE" and not isinstance(n.ctx, ast.Load)
     ]
     decls = [
-        s
-        for s in tree.body
-        if isinstance(s, ast.Assign)
-        and len(s.targets) == 1
-        and isinstance(s.targets[0], ast.Name)
-        and s.targets[0].id == "RANGE"
+        s for s in tree.body if isinstance(s, ast.Assign) and [getattr(t, "id", None) for t in s.targets] == ["RANGE"]
     ]
     if not stores:
         return [], DEFAULT_RANGE

@@ -1,24 +1,8 @@
 """The in-jail side of the reward sandbox: loads one candidate reward and answers calls over pipes.
 
-Run by `rlvr.sandbox.jail` as a script inside the OS jail (`python -I -S -B
-/opt/rlvr/rlvr/sandbox/worker.py CONFIG_JSON`), never imported as a module; it imports only the
-standard library (the jail holds no site-packages) and `rlvr.verify`. Everything after `load` runs
-untrusted code in this process, so the host trusts nothing this process writes.
-
-Protocol, one JSON object per line (besides rewards, `{"op": "exec", "id": k, "code": ...}` runs a
-snippet for the Python tool and answers `{"id": k, "ok": true, "stdout": ..., "error": ... | null}`).
-The host writes to stdin:
-`{"op": "load", "source": ...}` then any number of `{"op": "call", "id": k, "completions": [...],
-"kwargs": {...}}`; EOF ends the worker. The worker answers each on the protocol fd (its original
-stdout; fd 1 and 2 point at /dev/null so candidate prints go nowhere): `{"ok": true}` or `{"ok":
-false, "stage": "load" | "namespace", "error": ...}` for a load, `{"id": k, "ok": true, "values":
-[...], "cpu": seconds}` or `{"id": k, "ok": false, "error": ...}` for a call. Values are encoded
-as plain JSON: numbers, null, `true`/`false`, the strings "nan"/"inf"/"-inf", or `{"type": NAME}`
-for anything else; the host decides what is valid.
-
-Stage 3 (restricted namespace): the candidate's module runs with a whitelist `__builtins__` whose
-`__import__` only hands out allowed modules, each as a namespace of its public non-module attributes.
-"""
+Run by `rlvr.sandbox.jail` as a script inside the OS jail, never imported as a module; it imports only
+the standard library and `rlvr.verify`. Everything after `load` runs untrusted code in this process,
+so the host trusts nothing this process writes. The protocol: docs/sandbox.md ("Worker protocol")."""
 
 from __future__ import annotations
 
@@ -181,14 +165,17 @@ def _encode(value: Any) -> Any:
     return {"type": kind.__name__[:40]}
 
 
-def _call(fn: Any, msg: dict[str, Any], cpu_cap: int) -> dict[str, Any]:
-    reply: dict[str, Any] = {"id": msg["id"]}
+def _cpu_budget(seconds: float, cpu_cap: int) -> None:
+    """The soft CPU limit `seconds` (+1) above what this process has used, the hard one `cpu_cap`."""
     used = resource.getrusage(resource.RUSAGE_SELF)
-    spent = used.ru_utime + used.ru_stime
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)  # never above what this process inherited (ulimit -t)
     cap = cpu_cap if hard == resource.RLIM_INFINITY else min(cpu_cap, hard)
-    soft = min(int(spent + msg.get("cpu_s", 10)) + 1, cap)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, cap))
+    resource.setrlimit(resource.RLIMIT_CPU, (min(int(used.ru_utime + used.ru_stime + seconds) + 1, cap), cap))
+
+
+def _call(fn: Any, msg: dict[str, Any], cpu_cap: int) -> dict[str, Any]:
+    reply: dict[str, Any] = {"id": msg["id"]}
+    _cpu_budget(msg.get("cpu_s", 10), cpu_cap)
     completions = msg["completions"]
     try:
         result = fn(completions, **msg["kwargs"])
@@ -213,12 +200,7 @@ def _exec(ns: dict[str, Any], msg: dict[str, Any], cpu_cap: int) -> dict[str, An
     import io
 
     reply: dict[str, Any] = {"id": msg["id"], "ok": True, "error": None}
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    cap = cpu_cap if hard == resource.RLIM_INFINITY else min(cpu_cap, hard)
-    resource.setrlimit(
-        resource.RLIMIT_CPU, (min(int(used.ru_utime + used.ru_stime + msg.get("cpu_s", 5)) + 1, cap), cap)
-    )
+    _cpu_budget(msg.get("cpu_s", 5), cpu_cap)
     buf, saved = io.StringIO(), (sys.stdout, sys.stderr)
     sys.stdout = sys.stderr = buf
     try:

@@ -1,11 +1,6 @@
-"""`rlvr search calibrate DIR`: is a short screen a trustworthy stand-in for a full one here?
-
-For the `n` best screened candidates of a finished (or resumed) search it runs a short screen
-(`short_frac * screen_steps` steps) and a second full screen with another seed, then reports Kendall's
-tau (scipy) between the short and the full ranking, and between the two seeds' full rankings. A tau
-near the seed-vs-seed tau says halving loses little; a tau near 0 says short runs rank by noise,
-and with seed-vs-seed tau near 0 even full screens cannot separate these candidates.
-"""
+"""`rlvr search calibrate DIR`: is a short screen a trustworthy stand-in for a full one here? Kendall's
+tau of short vs full screens and of two seeds' full screens (and, with `lengths`, by screen length).
+How to read it: docs/search.md ("Successive halving and calibration")."""
 
 from __future__ import annotations
 
@@ -99,10 +94,11 @@ def _calibrate(
     names = [x.row.name for x in board]
     jobs: dict[str, ScreenJob] = {}
     for x in board:
-        for steps, seed, kind in [(full, cfg.seed, "candidate"), (short, cfg.seed, "calibration"),
-                                  (full, seed2, "calibration")] + [
-            (L, sd, "calibration") for L in lengths for sd in (cfg.seed, seed2)
-        ]:  # fmt: skip
+        for steps, seed, kind in [
+            (full, cfg.seed, "candidate"),
+            (short, cfg.seed, "calibration"),
+            (full, seed2, "calibration"),
+        ] + [(L, sd, "calibration") for L in lengths for sd in (cfg.seed, seed2)]:
             key = s.cand_key(x.row.name, steps, seed)
             jobs.setdefault(key, s.job(key, kind, [x.row], steps, seed))
     res = s._run(list(jobs.values()), "calibrate")
@@ -111,20 +107,41 @@ def _calibrate(
         r = res.get(s.cand_key(name, steps, seed))
         return r.scores.f1 if r is not None and r.done and r.scores is not None else None
 
-    rows = [CalibrationRow(name=m, full_f1=f1(m, full, cfg.seed), short_f1=f1(m, short, cfg.seed),
-                           full_f1_seed2=f1(m, full, seed2)) for m in names]  # fmt: skip
+    rows = [
+        CalibrationRow(
+            name=m, full_f1=f1(m, full, cfg.seed), short_f1=f1(m, short, cfg.seed), full_f1_seed2=f1(m, full, seed2)
+        )
+        for m in names
+    ]
     tau_s, p_s = _tau([(r.short_f1, r.full_f1) for r in rows])
     tau_2, p_2 = _tau([(r.full_f1, r.full_f1_seed2) for r in rows])
     curve = []
     for L in lengths:
         a, b = [f1(m, L, cfg.seed) for m in names], [f1(m, L, seed2) for m in names]
-        secs = [r.seconds for m in names for sd in (cfg.seed, seed2)
-                if (r := res.get(s.cand_key(m, L, sd))) is not None and r.done and r.seconds is not None]  # fmt: skip
+        secs = [
+            r.seconds
+            for m in names
+            for sd in (cfg.seed, seed2)
+            if (r := res.get(s.cand_key(m, L, sd))) is not None and r.done and r.seconds is not None
+        ]
         tau, p = _tau(list(zip(a, b, strict=True)))
-        curve.append(CalibrationPoint(steps=L, f1=a, f1_seed2=b, tau_seeds=tau, p_seeds=p,
-                                      seconds=sum(secs) / len(secs) if secs else None))  # fmt: skip
-    result = Calibration(short_steps=short, full_steps=full, n=len(rows), pick=pick, tau_short_full=tau_s,
-                         p_short_full=p_s, tau_seeds=tau_2, p_seeds=p_2, rows=rows, curve=curve)  # fmt: skip
+        curve.append(
+            CalibrationPoint(
+                steps=L, f1=a, f1_seed2=b, tau_seeds=tau, p_seeds=p, seconds=sum(secs) / len(secs) if secs else None
+            )
+        )
+    result = Calibration(
+        short_steps=short,
+        full_steps=full,
+        n=len(rows),
+        pick=pick,
+        tau_short_full=tau_s,
+        p_short_full=p_s,
+        tau_seeds=tau_2,
+        p_seeds=p_2,
+        rows=rows,
+        curve=curve,
+    )
     write_json(out / "calibration.json", result.model_dump(mode="json"))
     results_path = out / "results.json"
     if results_path.exists():

@@ -64,10 +64,16 @@ def search(
         if preset is not None and preset not in SEARCH_PRESETS:
             _fail(f"unknown preset {preset!r}; known: {', '.join(SEARCH_PRESETS)}")
         overrides = {
-            "base_model": model, "rounds": rounds, "candidates": candidates, "screen_steps": steps,
-            "workers": workers, "ray": ray, "seed": seed, "out": out,
+            "base_model": model,
+            "rounds": rounds,
+            "candidates": candidates,
+            "screen_steps": steps,
+            "workers": workers,
+            "ray": ray,
+            "seed": seed,
+            "out": out,
             "unsafe_no_sandbox": True if unsafe_no_sandbox else None,
-        }  # fmt: skip
+        }
         cfg = load_config(SearchConfig, config, overrides, base=dict(SEARCH_PRESETS.get(preset or "", {})))
     try:
         results = run_search(cfg, resume=resume is not None, log=_log)
@@ -75,8 +81,10 @@ def search(
         _fail(f"interrupted; finished screens are stored: rlvr search --resume {cfg.out}")
     except Interrupted as e:
         name = signal.Signals(e.signum).name
-        console.print(f"[bold yellow]stopped:[/] interrupted by {name}; finished screens are stored; resume with: "
-                      f"rlvr search --resume {cfg.out}", highlight=False, soft_wrap=True)  # fmt: skip
+        _log(
+            f"[bold yellow]stopped:[/] interrupted by {name}; finished screens are stored; resume with: "
+            f"rlvr search --resume {cfg.out}"
+        )
         raise typer.Exit(e.code) from None
     except (FileExistsError, FileNotFoundError, SandboxUnavailable, SearchError, ImportError, ValueError) as e:
         hint = f" (finished screens are stored: rlvr search --resume {cfg.out})" if isinstance(e, SearchError) else ""
@@ -84,8 +92,10 @@ def search(
     final = results.final
     if final is not None:
         for t in final.tests:
-            _log(f"{t.b} vs {t.a}: greedy {t.greedy_diff:+.3f}, pass@1 {t.pass1_diff:+.3f}, "
-                 f"McNemar p={t.pvalue:.3g} ({final.correction} {t.p_adjusted:.3g})")  # fmt: skip
+            _log(
+                f"{t.b} vs {t.a}: greedy {t.greedy_diff:+.3f}, pass@1 {t.pass1_diff:+.3f}, "
+                f"McNemar p={t.pvalue:.3g} ({final.correction} {t.p_adjusted:.3g})"
+            )
     console.print(f"report: {Path(cfg.out) / 'search_report.html'}")
 
 
@@ -120,8 +130,10 @@ def calibrate_cmd(
         res = calibrate(folder, n=4 if n is None else n, short_frac=short_frac, lengths=steps, pick=pick, log=_log)  # type: ignore[arg-type]
     except (FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    for label, tau, p in (("short vs full", res.tau_short_full, res.p_short_full),
-                          ("seed vs seed", res.tau_seeds, res.p_seeds)):  # fmt: skip
+    for label, tau, p in (
+        ("short vs full", res.tau_short_full, res.p_short_full),
+        ("seed vs seed", res.tau_seeds, res.p_seeds),
+    ):
         _log(f"Kendall tau {label}: " + ("n/a" if tau is None else f"{tau:+.2f} (p={p:.3g})"))
     for pt in res.curve:
         tau_s = "n/a" if pt.tau_seeds is None else f"{pt.tau_seeds:+.2f} (p={pt.p_seeds:.3g})"

@@ -1,9 +1,6 @@
-"""`rlvr search` settings: one typed config, loadable from YAML (`--config`) or a named preset.
-
-Field by field in docs/search.md. Screening runs are ordinary `rlvr train` runs: `train` holds any
-`TrainConfig` fields they share (prompts per step, lr, ...), typed as there (`TrainOverrides`)
-and validated when the config loads.
-"""
+"""`rlvr search` settings (`SearchConfig`, field by field in docs/search.md), loadable from YAML or a
+named preset (`SEARCH_PRESETS`). `train` holds the `TrainConfig` fields screening runs share, typed
+and checked as `rlvr train` checks them (`TrainOverrides`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
-"""Where screening runs (and a study's runs) go: in this process, in a local pool of worker
-processes (one job per process, so a crash or leak in one run cannot touch the next), or as Ray tasks
-on a cluster. A job is any picklable object with a `key`; `fn(job)` runs it, never raises, and returns a
-picklable result (the search's `run_screen` and its `ScreenResult` by default, `rlvr.study.run.run_study_job`
-for a study).
+"""Where screening runs (and a study's runs) go: in this process, in a local pool of worker processes
+(one job per process, so a crash or leak in one run cannot touch the next), or as Ray tasks.
 
-`run_jobs(jobs, on_result, ...)` calls `on_result(job, result)` in this process as each job
-finishes, in completion order, so the caller can commit it to the store at once. A job whose worker
-died (OOM kill, segfault) is tried once more in a fresh pool; if it dies again its result is a
-`JobDied(key, error)`, which the caller records as a failed, retryable run (`rlvr search --resume`
-and `rlvr study --resume` run it again). Pool workers
-exit when the driving process dies, so a killed search leaves no orphan training into its folders.
-"""
+A job is any picklable object with a `key`; `fn(job)` runs it, never raises, and returns a picklable
+result (`run_screen` by default, `rlvr.study.run.run_study_job` for a study). `run_jobs` calls
+`on_result(job, result)` here as each job finishes, so the caller commits it at once; a job whose
+worker died twice gives `JobDied`, which the caller records as a failed, retryable run."""
 
 from __future__ import annotations
 
@@ -129,9 +123,14 @@ def _ray(jobs: Sequence[Job], on_result: OnResult, address: str, cpus_per_job: i
 
 
 def run_jobs(
-    jobs: Sequence[Job], on_result: OnResult, *, workers: int = 1, ray: str | None = None, cpus_per_job: int = 1,
+    jobs: Sequence[Job],
+    on_result: OnResult,
+    *,
+    workers: int = 1,
+    ray: str | None = None,
+    cpus_per_job: int = 1,
     fn: RunFn = run_screen,
-) -> None:  # fmt: skip
+) -> None:
     """Run every job with `fn` and report each result as it arrives (see the module docstring). On
     SIGTERM or SIGINT no new job starts, running local jobs finish and are reported, and
     `Interrupted` is raised (a Ray run stops at once: its tasks' results are not waited for)."""

@@ -1,13 +1,7 @@
-"""Reward primitives: small pure scoring functions, kept as source text, that the offline proposer composes
-into candidate reward modules for the sandbox (`rlvr.search.proposer`).
-
-Each primitive is the source of one top-level function `p_<name>(text, gold, gold_steps, <params>)`
-that reads one completion's text, its gold final answer (a string or None) and its gold steps (a list
-of `rlvr.tasks.Step`, possibly empty) and returns a float inside `value_range`. The bodies obey the
-sandbox's static rules (`rlvr.sandbox.static`): only allowlisted imports (`IMPORTS` below), no dunders, no
-underscore attributes, no eval/getattr. Parameters carry ranges so a proposer can sample and mutate
-them; integer parameters are rendered as int literals.
-"""
+"""Reward primitives: small pure scoring functions, kept as source text, that the offline proposer
+composes into candidate modules. Each defines `p_<name>(text, gold, gold_steps, <params>)` (one
+completion, its gold answer or None, its gold `Step`s) returning a float in `value_range`, obeys the
+sandbox's static rules (imports from `IMPORTS` only), and carries parameter ranges to sample and mutate."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Proposers of candidate reward functions for reward search: each round returns `Candidate`s (Python
-source defining `reward(completions, **kwargs)`) for the sandbox (`rlvr.sandbox.validate`).
-
-* `OfflineProposer` composes 1-3 primitives (`rlvr.search.primitives`) with weights, and in later
-  rounds mutates and recombines the top-ranked candidates of `history`. It needs no network, is
-  deterministic given its seed and the history, and records its composition in a `# rlvr-spec:` line
-  of each source so a later round can read it back.
-* `ChatProposer` asks an OpenAI-compatible `/v1/chat/completions` server (`build_prompt`) and parses
-  ```python blocks out of the reply; blocks that fail the static check are dropped with a reason.
-
-Neither executes candidate code: that only ever happens in the sandbox.
-"""
+"""Proposers of candidate reward functions (`reward(completions, **kwargs)` modules) for reward search
+(docs/search.md, "Proposers"). `OfflineProposer` composes and mutates the primitives of
+`rlvr.search.primitives`, recording each composition in a `# rlvr-spec:` line of the source so a later
+round can read it back; `ChatProposer` asks an OpenAI-compatible server (`build_prompt`) and parses
+```python blocks out of the reply. Neither executes candidate code: only the sandbox does."""
 
 from __future__ import annotations
 

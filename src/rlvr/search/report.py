@@ -1,27 +1,8 @@
-"""Write `search_report.html`: one self-contained page (inline CSS, plots as base64 PNG, no script,
-no external resource) that explains a finished reward search from its `results.json` data.
-
-Sections, in order:
-
-1. header: output folder, base model, wall time, proposer, rounds x candidates, step budgets, split
-   sizes, and how to read the numbers;
-2. the round-by-round trajectory: every screened candidate's dev F1 by round against the control
-   (base rewards only) and the best so far, with a table per round;
-3. the leaderboard: rank, what each candidate measures, dev F1 and accuracy with 95% bootstrap
-   intervals, answered share, reward-audit flags and why a candidate was rejected or failed;
-4. ensembles (top, diverse, random) against the control, and the seed study;
-5. the final test-split comparison (read once) with McNemar's tests against the control;
-6. the reward-hacking audit of the winners (best single candidate and the ensembles);
-7. the calibration of short screens against full runs, when `results.calibration` is present;
-8. every candidate's source code (HTML-escaped) and its validation result.
-
-Any part may be missing or None (a failed control, no ensembles, no test comparisons): the page
-renders with "n/a" or a sentence in their place. Run by `rlvr search` (see rlvr.search.run), or by
-hand: `write_report(read_search_results("OUT"), Path("OUT/search_report.html"))`.
-
-The template reads a typed view (`ReportView` and the small records below it) built from the
-`SearchResults` record (rlvr.search.records); the plots are drawn from the record itself.
-"""
+"""Write `search_report.html` (`write_report`, `render_html`): one self-contained page (inline CSS,
+plots as base64 PNG, no script, no external resource) that explains a finished search from its
+`SearchResults` (sections: docs/search.md, "Output"). Any part may be missing (a failed control, no
+ensembles): the page shows "n/a" or a sentence in its place. The template reads the typed views below;
+the plots are drawn from the record itself."""
 
 from __future__ import annotations
 
@@ -138,8 +119,18 @@ def _trajectory(results: SearchResults) -> Figure | None:
         x = rnd + 0.06 * ((k // 2) * (1 if k % 2 else -1))  # fan the points of one round out a little
         err = _err(f1, ci)
         hollow = full is not None and _ok(steps) and steps < full
-        ax.errorbar([x], [f1], yerr=err, fmt="o", color=_CAND, mfc="white" if hollow else _CAND, ms=5,
-                    elinewidth=0.8, alpha=0.85, capsize=2)  # fmt: skip
+        ax.errorbar(
+            [x],
+            [f1],
+            yerr=err,
+            fmt="o",
+            color=_CAND,
+            mfc="white" if hollow else _CAND,
+            ms=5,
+            elinewidth=0.8,
+            alpha=0.85,
+            capsize=2,
+        )
     best, line = -math.inf, []
     for rnd in rounds:
         best = max([best] + [p[1] for p in pts if p[0] == rnd])
@@ -184,8 +175,11 @@ def _calibration(results: SearchResults) -> Figure | None:
     ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=_CAND, s=18)
     lo, hi = min(min(p) for p in pts), max(max(p) for p in pts)
     ax.plot([lo, hi], [lo, hi], ":", color=_CONTROL, linewidth=1)
-    ax.set(xlabel=f"dev F1 after {cal.short_steps} steps", ylabel=f"dev F1 after {cal.full_steps} steps",
-           title="short screen vs full run")  # fmt: skip
+    ax.set(
+        xlabel=f"dev F1 after {cal.short_steps} steps",
+        ylabel=f"dev F1 after {cal.full_steps} steps",
+        title="short screen vs full run",
+    )
     ax.grid(alpha=0.3)
     return fig
 
@@ -223,8 +217,9 @@ class ScoresView:
     def of(cls, s: DevScores | None) -> ScoresView:
         if s is None:
             return cls()
-        return cls(f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered,
-                   greedy=s.greedy)  # fmt: skip
+        return cls(
+            f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered, greedy=s.greedy
+        )
 
 
 @dataclass(frozen=True)
@@ -377,10 +372,20 @@ def _candidate(c: CandidateResult) -> CandidateView:
     else:
         validation = f"rejected {detail}"
     return CandidateView(
-        rank=c.rank, name=c.name or "?", round=c.round, accepted=c.accepted, description=c.description,
-        parents=list(c.parents), source=c.source, steps=c.steps, status=status, detail=detail, validation=validation,
-        scores=ScoresView.of(c.scores), audit=c.reward_audit,
-    )  # fmt: skip
+        rank=c.rank,
+        name=c.name or "?",
+        round=c.round,
+        accepted=c.accepted,
+        description=c.description,
+        parents=list(c.parents),
+        source=c.source,
+        steps=c.steps,
+        status=status,
+        detail=detail,
+        validation=validation,
+        scores=ScoresView.of(c.scores),
+        audit=c.reward_audit,
+    )
 
 
 def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundView]:
@@ -389,9 +394,17 @@ def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundVie
         mine = [c for c in cands if c.round == rnd]
         done = [c for c in mine if _ok(c.scores.f1)]
         best = max(done, key=lambda c: c.scores.f1 or 0.0, default=None)  # every f1 in `done` is a number
-        out.append(RoundView(round=rnd, proposed=len(mine), accepted=sum(bool(c.accepted) for c in mine),
-                             screened=len(done), failed=sum(c.status == "failed" for c in mine),
-                             best_f1=best.scores.f1 if best else None, best=best.name if best else None))  # fmt: skip
+        out.append(
+            RoundView(
+                round=rnd,
+                proposed=len(mine),
+                accepted=sum(bool(c.accepted) for c in mine),
+                screened=len(done),
+                failed=sum(c.status == "failed" for c in mine),
+                best_f1=best.scores.f1 if best else None,
+                best=best.name if best else None,
+            )
+        )
     return out
 
 
@@ -399,17 +412,21 @@ def _final_view(f: FinalComparison | None) -> FinalView:
     if f is None:
         return FinalView(n_problems=None, n_samples=None, correction=None, scores=[], tests=[])
     scores = [FinalRow(name, ScoresView.of(s)) for name, s in f.scores.items()]
-    return FinalView(n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores,
-                     tests=list(f.tests))  # fmt: skip
+    return FinalView(
+        n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores, tests=list(f.tests)
+    )
 
 
 def _seeds_view(s: SeedsResult | None) -> SeedsView | None:
     if s is None or not s.runs:
         return None
-    runs = [RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
-            for r in s.runs]  # fmt: skip
-    return SeedsView(ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean,
-                     test_sd=s.test_sd)  # fmt: skip
+    runs = [
+        RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
+        for r in s.runs
+    ]
+    return SeedsView(
+        ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean, test_sd=s.test_sd
+    )
 
 
 def _view(results: SearchResults, path: Path) -> ReportView:
@@ -418,9 +435,17 @@ def _view(results: SearchResults, path: Path) -> ReportView:
     proposer, halving = cfg.get("proposer") or {}, cfg.get("halving") or {}
     cands = [_candidate(c) for c in results.candidates]
     ctrl = results.control
-    ensembles = [EnsembleView(kind=e.kind or "?", members=list(e.members), status=e.status or "?", error=e.error,
-                              scores=ScoresView.of(e.scores), audit=e.reward_audit)
-                 for e in results.ensembles]  # fmt: skip
+    ensembles = [
+        EnsembleView(
+            kind=e.kind or "?",
+            members=list(e.members),
+            status=e.status or "?",
+            error=e.error,
+            scores=ScoresView.of(e.scores),
+            audit=e.reward_audit,
+        )
+        for e in results.ensembles
+    ]
     best = min((c for c in cands if c.rank is not None), key=lambda c: c.rank or 0, default=None)
     winners = ([WinnerView(f"best single ({best.name})", best.audit)] if best else []) + [
         WinnerView(f"{e.kind} ensemble", e.audit) for e in ensembles

@@ -1,19 +1,5 @@
-"""`rlvr search`: the reward-search loop, driven from one process that owns the store.
-
-    base     the starting checkpoint (given, or SFT from scratch into OUT/base)
-    control  a screen with the protected base rewards only
-    rounds   propose M candidates (ranked summary of earlier rounds as feedback) -> validate each in
-             the sandbox -> screen the accepted ones (optionally by successive halving) -> rank by
-             dev F1, then dev accuracy
-    ensembles  top-ranked, diverse across rounds, and a random control of the same size, each
-             screened with `final_steps`; the best ensemble is retrained with `seeds` seeds
-    final    the control, the best single candidate and the ensembles evaluated on the test split
-             (the first and only time it is read); McNemar's test on greedy per-problem correctness
-             of each against the control, corrected for the number of comparisons
-    report   results.json and search_report.html
-
-The private holdout is never read. Everything is in OUT/search.db; `--resume` skips what finished.
-"""
+"""`rlvr search`: the reward-search loop (`Search`, `run_search`), driven from one process that owns
+the store (OUT/search.db; `--resume` skips what finished). The stages and what each reads: docs/search.md."""
 
 from __future__ import annotations
 
@@ -70,9 +56,12 @@ def make_proposer(cfg: SearchConfig):
     import os
 
     return ChatProposer(
-        base_url=p.base_url, model=p.model, api_key=os.environ.get(p.api_key_env), temperature=p.temperature,
+        base_url=p.base_url,
+        model=p.model,
+        api_key=os.environ.get(p.api_key_env),
+        temperature=p.temperature,
         timeout=p.timeout_s,
-    )  # fmt: skip
+    )
 
 
 def rank_key(result: ScreenResult | None) -> tuple[float, float, float]:
@@ -114,17 +103,34 @@ class Search:
     def _train_overrides(self) -> TrainOverrides:
         """What every screening run trains with: `train`, the base rewards, the task and the threads."""
         c = self.cfg
-        return TrainOverrides.model_validate({**c.train.values(), "rewards": [r.model_dump() for r in c.base_rewards],
-                                              "task": c.task, "preset": c.preset, "threads": c.threads})  # fmt: skip
+        return TrainOverrides.model_validate(
+            {
+                **c.train.values(),
+                "rewards": [r.model_dump() for r in c.base_rewards],
+                "task": c.task,
+                "preset": c.preset,
+                "threads": c.threads,
+            }
+        )
 
     def job(self, key: str, kind: str, members: list[CandidateRow], steps: int, seed: int) -> ScreenJob:
         c = self.cfg
         return ScreenJob(
-            key=key, kind=kind, members=tuple((m.name, m.source) for m in members), model=self.base, steps=steps,
-            seed=seed, out=str(self.out / "screens" / key.replace("/", "__")), train=self._train_overrides(),
-            candidate_weight=c.candidate_weight, candidate_timeout_s=c.candidate_timeout_s,
-            unsafe_no_sandbox=c.unsafe_no_sandbox, eval_split="dev", eval_n=c.dev_n, eval_samples=c.dev_samples,
-        )  # fmt: skip
+            key=key,
+            kind=kind,
+            members=tuple((m.name, m.source) for m in members),
+            model=self.base,
+            steps=steps,
+            seed=seed,
+            out=str(self.out / "screens" / key.replace("/", "__")),
+            train=self._train_overrides(),
+            candidate_weight=c.candidate_weight,
+            candidate_timeout_s=c.candidate_timeout_s,
+            unsafe_no_sandbox=c.unsafe_no_sandbox,
+            eval_split="dev",
+            eval_n=c.dev_n,
+            eval_samples=c.dev_samples,
+        )
 
     def _run(self, jobs: list[ScreenJob], label: str) -> dict[str, ScreenResult]:
         """Run the jobs not already in the store; return every job's result by key."""
@@ -173,18 +179,28 @@ class Search:
 
         self.log(f"base: SFT from scratch, {self.cfg.sft_steps} steps -> {self.out / 'base'}")
         sft = load_config(
-            SFTConfig, None, {"steps": self.cfg.sft_steps, "seed": self.cfg.seed, "out": str(self.out / "base"),
-                              "task": self.cfg.task, "preset": self.cfg.sft_preset or self.cfg.preset},
+            SFTConfig,
+            None,
+            {
+                "steps": self.cfg.sft_steps,
+                "seed": self.cfg.seed,
+                "out": str(self.out / "base"),
+                "task": self.cfg.task,
+                "preset": self.cfg.sft_preset or self.cfg.preset,
+            },
             base=dict(SFT_PRESETS["arith-base"]),
-        )  # fmt: skip
+        )
         return str(run_sft(sft) / "model")
 
     def history(self) -> list[RankedResult]:
         out = []
         for row in self.store.candidates():
             if row.accepted is False:
-                out.append(RankedResult(row.name, row.source, row.description,
-                                        failure=f"rejected at {row.stage}: {row.reason}"))  # fmt: skip
+                out.append(
+                    RankedResult(
+                        row.name, row.source, row.description, failure=f"rejected at {row.stage}: {row.reason}"
+                    )
+                )
                 continue
             res = self.best_result(row.name)
             if res is None:
@@ -285,8 +301,16 @@ class Search:
         stored = self.store.get_meta(key)
         if stored is not None:
             return load_record(DevScores, stored)
-        got = evaluate_model(Path(res.run_dir or "") / "model", "test", c.test_n, c.test_samples, task=c.task,
-                             preset=c.preset, seed=c.seed, threads=c.threads)  # fmt: skip
+        got = evaluate_model(
+            Path(res.run_dir or "") / "model",
+            "test",
+            c.test_n,
+            c.test_samples,
+            task=c.task,
+            preset=c.preset,
+            seed=c.seed,
+            threads=c.threads,
+        )
         self.store.set_meta(key, got.model_dump(mode="json"))
         return got
 
@@ -310,16 +334,32 @@ class Search:
             na, nb = sa.n_samples, sb.n_samples
             p1, g = paired_tests(
                 ([x / na for x in sa.per_problem.correct], [x / nb for x in sb.per_problem.correct]),
-                (sa.per_problem.greedy, sb.per_problem.greedy), names=(a, b), seed=c.seed,
-            )  # fmt: skip
-            tests.append(FinalTest(a=a, b=b, b01=g.detail["b01"], b10=g.detail["b10"], pvalue=g.pvalue,
-                                   greedy_diff=(sb.greedy or 0.0) - (sa.greedy or 0.0), pass1_diff=p1.diff,
-                                   pass1_diff_ci=list(p1.ci)))  # fmt: skip
+                (sa.per_problem.greedy, sb.per_problem.greedy),
+                names=(a, b),
+                seed=c.seed,
+            )
+            tests.append(
+                FinalTest(
+                    a=a,
+                    b=b,
+                    b01=g.detail["b01"],
+                    b10=g.detail["b10"],
+                    pvalue=g.pvalue,
+                    greedy_diff=(sb.greedy or 0.0) - (sa.greedy or 0.0),
+                    pass1_diff=p1.diff,
+                    pass1_diff_ci=list(p1.ci),
+                )
+            )
         adj = adjust_pvalues([t.pvalue for t in tests], c.correction)
         for t, p in zip(tests, adj, strict=True):
             t.p_adjusted, t.significant = p, p < 0.05
-        return FinalComparison(n_problems=c.test_n, n_samples=c.test_samples, correction=c.correction,
-                               scores={k: v.short() for k, v in scores.items()}, tests=tests)  # fmt: skip
+        return FinalComparison(
+            n_problems=c.test_n,
+            n_samples=c.test_samples,
+            correction=c.correction,
+            scores={k: v.short() for k, v in scores.items()},
+            tests=tests,
+        )
 
     def seeds_result(self, kind: str | None, runs: list[ScreenResult]) -> SeedsResult:
         """The best ensemble's seed runs: dev F1 and test pass@1 per seed, with mean and sd of each."""
@@ -328,10 +368,15 @@ class Search:
         accs = [t.accuracy for t in tests if t is not None]
         return SeedsResult(
             ensemble=kind or "?",
-            runs=[SeedRun(seed=r.seed, status=r.status, scores=_short(r.scores), test=_short(t))
-                  for r, t in zip(runs, tests, strict=True)],
-            f1_mean=_mean(f1s), f1_sd=_sd(f1s), test_mean=_mean(accs), test_sd=_sd(accs),
-        )  # fmt: skip
+            runs=[
+                SeedRun(seed=r.seed, status=r.status, scores=_short(r.scores), test=_short(t))
+                for r, t in zip(runs, tests, strict=True)
+            ],
+            f1_mean=_mean(f1s),
+            f1_sd=_sd(f1s),
+            test_mean=_mean(accs),
+            test_sd=_sd(accs),
+        )
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> SearchResults:
@@ -354,17 +399,23 @@ class Search:
         ens = self.pick_ensembles(board)
         steps = c.steps_final
         tags = {kind: _members_tag([r.name for r in m]) for kind, m in ens.items()}
-        ens_jobs = {kind: self.job(f"ens/{kind}-{tags[kind]}/s{steps}/seed{c.seed}", "ensemble", m, steps, c.seed)
-                    for kind, m in ens.items()}  # fmt: skip
+
+        def ens_key(kind: str, seed: int) -> str:
+            return f"ens/{kind}-{tags[kind]}/s{steps}/seed{seed}"
+
+        ens_jobs = {kind: self.job(ens_key(kind, c.seed), "ensemble", m, steps, c.seed) for kind, m in ens.items()}
         ens_results = self._run(list(ens_jobs.values()), "ensembles")
         ens_out = {kind: ens_results[j.key] for kind, j in ens_jobs.items()}
-        ranked_ens = sorted(((k, v) for k, v in ens_out.items() if k != "random"), key=lambda kv: rank_key(kv[1]),
-                            reverse=True)  # fmt: skip
+        ranked_ens = sorted(
+            ((k, v) for k, v in ens_out.items() if k != "random"), key=lambda kv: rank_key(kv[1]), reverse=True
+        )
         best_kind = ranked_ens[0][0] if ranked_ens and ranked_ens[0][1].done else None
         seed_runs: list[ScreenResult] = []
         if best_kind is not None and c.seeds > 1:
-            jobs = [self.job(f"ens/{best_kind}-{tags[best_kind]}/s{steps}/seed{c.seed + s}", "seed", ens[best_kind],
-                             steps, c.seed + s) for s in range(1, c.seeds)]  # fmt: skip
+            jobs = [
+                self.job(ens_key(best_kind, c.seed + s), "seed", ens[best_kind], steps, c.seed + s)
+                for s in range(1, c.seeds)
+            ]
             res = self._run(jobs, f"seeds ({best_kind} ensemble)")
             seed_runs = [ens_out[best_kind]] + [res[j.key] for j in jobs]
         best = next((x for x in board if x.done), None)
@@ -406,23 +457,39 @@ class Search:
         cands = []
         for rank, x in enumerate(board, 1):
             row, res = x.row, x.result
-            status = "rejected" if row.accepted is False else (res.status if res else "not screened")
-            cands.append(CandidateResult(
-                rank=rank if x.done else None, name=row.name, round=row.round, description=row.description,
-                parents=list(row.parents), source=row.source, accepted=row.accepted, stage=row.stage,
-                reason=row.reason, status=status, error=res.error if res else None, steps=res.steps if res else None,
-                scores=_short(res.scores if res else None), train=res.train if res else None,
-                reward_audit=res.reward_audit if res else None,
-            ))  # fmt: skip
+            screened = {k: getattr(res, k) for k in ("error", "steps", "train", "reward_audit")} if res else {}
+            cands.append(
+                CandidateResult(
+                    **{k: v for k, v in vars(row).items() if k != "probe"},  # the candidate as stored
+                    **screened,
+                    rank=rank if x.done else None,
+                    status="rejected" if row.accepted is False else (res.status if res else "not screened"),
+                    scores=_short(res.scores if res else None),
+                )
+            )
         rounds = []
         for rnd in range(1, self.cfg.rounds + 1):
             f1s = [x.scores.f1 for x in cands if x.round == rnd and x.scores is not None]
-            rounds.append(RoundSummary(round=rnd, proposed=sum(x.round == rnd for x in cands),
-                                       accepted=sum(x.round == rnd and bool(x.accepted) for x in cands),
-                                       f1=f1s, best_f1=max(f1s) if f1s else None))  # fmt: skip
-        ensembles = [EnsembleResult(kind=k, members=[m.name for m in ens[k]], status=v.status, error=v.error,
-                                    scores=_short(v.scores), reward_audit=v.reward_audit)
-                     for k, v in ens_out.items()]  # fmt: skip
+            rounds.append(
+                RoundSummary(
+                    round=rnd,
+                    proposed=sum(x.round == rnd for x in cands),
+                    accepted=sum(x.round == rnd and bool(x.accepted) for x in cands),
+                    f1=f1s,
+                    best_f1=max(f1s) if f1s else None,
+                )
+            )
+        ensembles = [
+            EnsembleResult(
+                kind=k,
+                members=[m.name for m in ens[k]],
+                status=v.status,
+                error=v.error,
+                scores=_short(v.scores),
+                reward_audit=v.reward_audit,
+            )
+            for k, v in ens_out.items()
+        ]
         return SearchResults(
             config=self.cfg.model_dump(mode="json"),
             base_model=self.base,

@@ -1,19 +1,7 @@
-"""Screening: one short GRPO run with the protected base rewards plus candidate reward(s), scored on
-the development split. Runs in a worker process (local pool or Ray) or in-process; its input and
-output are plain data so it pickles and its result goes straight into the store as JSON.
-
-Scores (per problem i of the dev split, n samples each; `c_i` correct, `a_i` answered, i.e. the
-verifier found a final answer):
-
-    accuracy  = sum_i c_i / (P n)                      (sampled pass@1)
-    precision = sum_i c_i / sum_i a_i                  (correct among answered)
-    recall    = sum_i c_i / (P n)                      (= accuracy)
-    F1        = 2 precision recall / (precision + recall)
-
-F1 rewards a policy that answers when it can and is right when it answers; with every completion
-answered, precision = recall = F1 = accuracy. Intervals: percentile bootstrap over problems
-(`rlvr.evaluate.stats.bootstrap_ci`).
-"""
+"""Screening (`run_screen`): one short GRPO run with the protected base rewards plus the candidate
+reward(s), scored on the dev split (accuracy, precision and F1 with bootstrap CIs: docs/search.md).
+Its input and output are plain data, so it pickles to a worker (local pool or Ray) and its result
+goes straight into the store as JSON."""
 
 from __future__ import annotations
 
@@ -59,7 +47,6 @@ class ScreenJob:
     eval_split: Literal["dev", "test"] = "dev"
     eval_n: int = 200
     eval_samples: int = 4
-    keep_model: bool = True
 
     @property
     def names(self) -> list[str]:
@@ -163,8 +150,15 @@ def evaluate_model(
 def _train_config(job: ScreenJob):
     from rlvr.config import load_config
 
-    values = {**job.train.values(), "model": job.model, "steps": job.steps, "seed": job.seed, "out": job.out,
-              "eval_every": 0, "save_every": 0}  # fmt: skip
+    values = {
+        **job.train.values(),
+        "model": job.model,
+        "steps": job.steps,
+        "seed": job.seed,
+        "out": job.out,
+        "eval_every": 0,
+        "save_every": 0,
+    }
     # the runner's per-reward timeout must outlast one sandboxed call per member
     floor = (len(job.members) + 1) * job.candidate_timeout_s
     values["reward_timeout_s"] = max(float(values.get("reward_timeout_s", 30.0)), floor)
@@ -209,8 +203,9 @@ def run_screen(job: ScreenJob) -> ScreenResult:
     from rlvr.runs.metrics import read_metrics
 
     t0 = time.time()
-    result = ScreenResult(key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed,
-                          run_dir=job.out)  # fmt: skip
+    result = ScreenResult(
+        key=job.key, kind=job.kind, members=job.names, steps=job.steps, seed=job.seed, run_dir=job.out
+    )
     reward = None
     # The search that made this job holds its tree's lock; a worker on another host (Ray) does not
     # inherit the search's environment, so it names the tree it writes into itself.
@@ -222,9 +217,16 @@ def run_screen(job: ScreenJob) -> ScreenResult:
         run_dir = GRPOTrainer(cfg, extra_rewards={"candidate": reward} if reward else None).train()
         train = _train_summary(read_metrics(run_dir), reward)
         scores = evaluate_model(
-            run_dir / "model", job.eval_split, job.eval_n, job.eval_samples, task=cfg.task, preset=cfg.preset,
-            seed=job.seed, sampling=cfg.sampling, threads=cfg.threads,
-        )  # fmt: skip
+            run_dir / "model",
+            job.eval_split,
+            job.eval_n,
+            job.eval_samples,
+            task=cfg.task,
+            preset=cfg.preset,
+            seed=job.seed,
+            sampling=cfg.sampling,
+            threads=cfg.threads,
+        )
         flags = [f for f in reward_flags(read_samples(run_dir / "samples" / "train.jsonl")) if f.reward == "candidate"]
         result.status, result.scores, result.train = "done", scores, train
         result.reward_audit = flags[0] if flags else None
@@ -233,11 +235,10 @@ def run_screen(job: ScreenJob) -> ScreenResult:
             # an unscorable item has no total reward, so it trains on nothing (the base rewards included)
             errs = "; ".join(train.candidate_last_errors[:2]) or "none recorded"
             result.status = "failed"
-            result.error = (f"the candidate reward was unscorable (None) for {none_frac:.0%} of completions; "
-                            f"last errors: {errs}")  # fmt: skip
+            result.error = (
+                f"the candidate reward was unscorable (None) for {none_frac:.0%} of completions; last errors: {errs}"
+            )
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-        if not job.keep_model:
-            shutil.rmtree(run_dir / "model", ignore_errors=True)
     except Exception as e:  # a failed screen is a result (the search goes on), not a crash
         result.status, result.error = "failed", f"{type(e).__name__}: {e}"
         result.traceback = traceback.format_exc()[-4000:]

@@ -1,11 +1,5 @@
-"""The search folder's SQLite store: every candidate, its validation, and every screening result.
-
-One file, `search.db`, written only by the process that drives the search (screening workers return
-their results to it). Each finished screen is committed as soon as it arrives, so `rlvr search
---resume DIR` after a crash or kill reruns only what had not finished. Proposals are stored per
-round before anything runs, so a resumed search screens the same candidates instead of asking the
-proposer again.
-"""
+"""The search folder's SQLite store, `search.db`: every candidate, its validation, and every screening
+result, written only by the process that drives the search, one commit per finished screen (docs/search.md)."""
 
 from __future__ import annotations
 
@@ -80,9 +74,6 @@ class CandidateRow:
     stage: str | None
     reason: str | None
     probe: list[Any] | None
-
-    def candidate(self) -> Candidate:
-        return Candidate(self.name, self.source, self.description, self.parents, self.round)
 
 
 class Store:
@@ -160,7 +151,7 @@ class Store:
                 stage=r[6],
                 reason=r[7],
                 probe=None if r[8] is None else json.loads(r[8]),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
