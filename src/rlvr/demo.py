@@ -1,16 +1,10 @@
 """`rlvr demo` (what `make demo` runs): the whole loop on the embedded default, on a laptop CPU.
 
-1. base:  SFT a tiny Llama from scratch on the arith task (`rlvr sft --preset arith-base`)
-2. grpo:  GRPO from that base (`rlvr train --preset demo`)
-3. sft-matched: SFT continued from the base for GRPO's wall-clock time, the compute-matched baseline
-4. eval:  base and GRPO result on the test split and the private holdout, n samples per problem; the
-          sft-matched model on test
-5. compare: the paired change in sampled pass@1 with its 95% CI, greedy, pass@k and maj@k
-6. audit: the readiness checks -> `report.html`, `report.md`, `audit.json`
-
-Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run folder. The embedded
-world (rung, base recipe, why) is docs/embedded.md. On a terminal the stages draw live bars; when
-stdout is a file or a pipe (CI, nohup, `make demo > demo.log`) each stage prints lines instead.
+SFT base (`rlvr sft --preset arith-base`), GRPO from it (`rlvr train --preset demo`), SFT continued for
+GRPO's wall time (the compute-matched baseline), evaluations on test and the private holdout, paired
+comparisons and the audit; each stage is an ordinary run folder under `runs/demo/` (docs/outputs.md),
+and the world and its budget are docs/embedded.md. On a terminal the stages draw live bars; when stdout
+is a file or a pipe (CI, nohup, `make demo > demo.log`) each stage prints lines instead.
 """
 
 from __future__ import annotations

@@ -111,12 +111,9 @@ def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], Diffi
 
 
 def select(strata: Sequence[dict[str, str]], groups: Sequence[str], n: int, seed: int = 0) -> list[int]:
-    """Indices of `n` rows (all rows if fewer) in pick order, balancing each stratum's values.
-
-    Target count for value v of dimension d: t = n / (number of values of d present). Score of an
-    unpicked row: sum over d of max(0, t - picked_so_far[d][v]) / t. The highest score is picked;
-    among equal scores a row whose group (problem) is not yet in the slice, then the lowest seeded
-    random rank.
+    """Indices of `n` rows (all rows if fewer) in pick order, balancing each stratum's values: each pick is
+    the row furthest below its values' shares `n / k`, then one of a group (problem) not yet picked, then
+    the lowest seeded random rank (docs/review.md).
 
     >>> s = [{"verdict": v} for v in ["correct"] * 8 + ["incorrect"] * 2]
     >>> sorted(s[i]["verdict"] for i in select(s, [str(i) for i in range(10)], 4, seed=0))

@@ -324,16 +324,8 @@ def _resolve(preset: str | ArithConfig) -> ArithConfig:
 
 def _template_words(tpl: _Template) -> set[str]:
     phrases = [tpl.start, tpl.question, *(p for ph in (*tpl.combine.values(), *tpl.ops.values()) for p in ph)]
-    fills = {
-        "{N}": _NAMES,
-        "{O}": _NAMES,
-        "{R}": _NAMES,
-        "{X}": _NAMES,
-        "{Y}": _NAMES,
-        "{items}": _ITEMS,
-        "{P}": ("He", "She"),
-        "{p}": ("he", "she"),
-    }
+    people = dict.fromkeys(("{N}", "{O}", "{R}", "{X}", "{Y}"), _NAMES)
+    fills = {**people, "{items}": _ITEMS, "{P}": ("He", "She"), "{p}": ("he", "she")}
     words: set[str] = set()
     for tok in " ".join(phrases).split():
         if tok in fills:

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from rlvr.tasks.problem import GoldFormatError, Problem, parse_gsm8k_solution
+from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
 from rlvr.textfile import utf8_error
 
 __all__ = ["DataError", "load_gsm8k", "load_jsonl", "gsm8k_path"]
@@ -50,7 +50,8 @@ def _problem(row: Any, where: str, pid: str, source: str) -> Problem:
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
         question, answer = row["question"].strip(), row["answer"]
-    final, steps = answer.strip(), []
+    final = answer.strip()
+    steps: list[Step] = []
     if "####" in answer or not conversational:  # TRL's format may give the bare final answer
         try:
             final, steps = parse_gsm8k_solution(answer)
