@@ -160,9 +160,15 @@ def sft(
     if preset is not None and preset not in SFT_PRESETS:
         fail(f"unknown preset {preset!r}; known: {', '.join(SFT_PRESETS)}")
     overrides = {
-        "model": model, "task": task, "steps": steps, "lr": lr, "seed": seed, "out": out,
-        "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt,
-    }  # fmt: skip
+        "model": model,
+        "task": task,
+        "steps": steps,
+        "lr": lr,
+        "seed": seed,
+        "out": out,
+        "sampling.prompt_format": prompt_format,
+        "sampling.system_prompt": system_prompt,
+    }
     cfg = load_config(SFTConfig, config, overrides, base=dict(SFT_PRESETS.get(preset or "", {})))
     try:
         path = run_sft(cfg, progress=_progress("sft"), overwrite=overwrite)
@@ -202,11 +208,20 @@ def train(
     from rlvr.runs import relocated_model
 
     overrides = {
-        "model": model, "task": task, "objective": objective, "steps": steps, "lr": lr, "seed": seed,
-        "out": out, "objective_overrides.beta": beta, "sampling.prompt_format": prompt_format,
-        "sampling.system_prompt": system_prompt, "sampling.max_new_tokens": max_new_tokens,
-        "sampling.temperature": temperature, "rollout.engine": engine,
-    }  # fmt: skip
+        "model": model,
+        "task": task,
+        "objective": objective,
+        "steps": steps,
+        "lr": lr,
+        "seed": seed,
+        "out": out,
+        "objective_overrides.beta": beta,
+        "sampling.prompt_format": prompt_format,
+        "sampling.system_prompt": system_prompt,
+        "sampling.max_new_tokens": max_new_tokens,
+        "sampling.temperature": temperature,
+        "rollout.engine": engine,
+    }
     if resume is not None:
         given = [k for k, v in overrides.items() if v is not None] + (["--config"] if config else [])
         given += ["--preset"] if preset else []
@@ -287,14 +302,21 @@ def eval_(
     except ValueError:
         fail(f"--ks: expected comma-separated integers, got {ks!r}")
     overrides = {
-        "model": model, "task": task, "preset": preset, "split": split,
+        "model": model,
+        "task": task,
+        "preset": preset,
+        "split": split,
         "n_problems": _renamed("--n-problems", n_problems_old, "--problems", problems),
         "n_samples": _renamed("--n", n_old, "--samples", samples),
         "ks": k_list,
-        "sampling.temperature": temperature, "sampling.max_new_tokens": max_new_tokens,
-        "sampling.prompt_format": prompt_format, "sampling.system_prompt": system_prompt, "seed": seed, "out": out,
+        "sampling.temperature": temperature,
+        "sampling.max_new_tokens": max_new_tokens,
+        "sampling.prompt_format": prompt_format,
+        "sampling.system_prompt": system_prompt,
+        "seed": seed,
+        "out": out,
         "rollout.engine": engine,
-    }  # fmt: skip
+    }
     cfg = _rung_of_model(load_config(EvalConfig, config, overrides), "eval", "--preset")
     try:
         path = run_eval(cfg, progress=lambda msg: console.print(f"eval: {msg}"), overwrite=overwrite)
@@ -320,8 +342,9 @@ def _print_eval(path: Path) -> None:
 
     for name, m in e.metrics.items():
         ci = m.ci or [None, None]
-        table.add_row(name, num(m.value, ".3f"), f"{num(ci[0], '.3f')}-{num(ci[1], '.3f')}",
-                      num(m.tokens_per_problem, ".1f"))  # fmt: skip
+        table.add_row(
+            name, num(m.value, ".3f"), f"{num(ci[0], '.3f')}-{num(ci[1], '.3f')}", num(m.tokens_per_problem, ".1f")
+        )
     Console().print(table)
     trunc = e.truncated_frac or 0.0
     line = f"truncated at max_new_tokens={e.max_new_tokens}: {trunc:.1%} of samples"
@@ -426,7 +449,7 @@ def judge(
         typer.Option(
             help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
             "(default: $RLVR_JUDGE_BASE_URL; else OpenAI)."
-        ),  # fmt: skip
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the subset.")] = 0,
     n_old: Annotated[int | None, typer.Option("--n", hidden=True)] = None,
@@ -448,8 +471,9 @@ def judge(
     if not (eval_dir / "samples.jsonl").is_file():
         fail(f"{eval_dir}: no samples.jsonl (not an evaluation folder)")
     try:
-        path = judge_samples(eval_dir, JudgeConfig(model=model, base_url=base_url), n=n or None,
-                             only_incorrect=only_incorrect, seed=seed)  # fmt: skip
+        path = judge_samples(
+            eval_dir, JudgeConfig(model=model, base_url=base_url), n=n or None, only_incorrect=only_incorrect, seed=seed
+        )
         summary = read_judge(path.parent)
     except (JudgeError, RunFileError) as e:
         fail(str(e))
@@ -461,8 +485,10 @@ def judge(
     for cat, count in summary.categories.items():
         table.add_row(cat, str(count), f"{summary.fractions.get(cat, 0.0):.0%}")
     Console().print(table)
-    console.print(f"requests {summary.n_requests}, cached {summary.n_cached}, "
-                  f"parse errors {summary.n_parse_errors}, failed {summary.n_errors}")  # fmt: skip
+    console.print(
+        f"requests {summary.n_requests}, cached {summary.n_cached}, "
+        f"parse errors {summary.n_parse_errors}, failed {summary.n_errors}"
+    )
     console.print(f"judge: {path}")
 
 
@@ -561,8 +587,9 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
         # a full or read-only disk mid-run: one line; checkpoints are atomic, so `--resume` goes on
         # from the last finished one
         where = f"{e.filename}: " if e.filename else ""
-        console.print(f"[bold red]error:[/] {where}{e.strerror} (free space, then --resume)", highlight=False,
-                      soft_wrap=True)  # fmt: skip
+        console.print(
+            f"[bold red]error:[/] {where}{e.strerror} (free space, then --resume)", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) from a command; 0 as click's own main does
 

@@ -1,9 +1,6 @@
-"""Typed configs: one pydantic model per command, loaded from YAML, overridden by CLI flags.
-
-Every command calls `load_config(Model, path, overrides)`. A bad key or value raises `ConfigError`
-whose one-line message names the file, the line (when the value came from YAML) and the field, so
-the CLI can exit 2 with that line. The resolved config is written into the run folder as
-`config.yaml` by `dump_config`.
+"""Typed configs: one pydantic model per command, loaded from YAML (`load_config`), overridden by CLI
+flags. A bad key or value raises `ConfigError`, one line naming the file, the line (when the value came
+from YAML) and the field, which the CLI prints before exiting 2.
 """
 
 from __future__ import annotations
@@ -125,12 +122,7 @@ Device = Annotated[str, AfterValidator(_device)]
 
 class SamplingConfig(StrictModel):
     """How completions are sampled and prompted: one sub-config (`sampling:`) shared by train, eval,
-    sft (which uses its prompt settings) and search screening. Documented in docs/train.md.
-
-    `top_k: 0` and `top_p: 1` are off (the distribution the GRPO math assumes); `stop` strings end a
-    completion after the token that completes one (the string stays in the text); eos and the chat
-    template's end-of-turn token always end it. `prompt_format`: see `rlvr.tasks.prompt`.
-    """
+    sft (which uses its prompt settings) and search screening; field by field in docs/train.md."""
 
     max_new_tokens: int = Field(64, ge=1)
     temperature: float = Field(1.0, gt=0)
@@ -149,13 +141,8 @@ class SamplingConfig(StrictModel):
 
 
 class RolloutConfig(StrictModel):
-    """Which engine samples rollouts (train) and completions (eval); shared by both commands.
-
-    `auto`: vLLM on a CUDA device when it is installed, else rlvr's fast decoder where the
-    architecture allows (`rlvr.models.decoding`), else the model's own forward (`hf`). `vllm` runs an
-    in-process `vllm.LLM` beside the trainer whose weights are updated after every optimiser step
-    (`rlvr.models.vllm_engine`); the other fields are passed to it.
-    """
+    """Which engine samples rollouts (train) and completions (eval): `auto`, `hf`, `fast` or `vllm`, whose
+    other fields go to `vllm.LLM` (docs/train.md, `rollout.*`)."""
 
     engine: Literal["auto", "hf", "fast", "vllm"] = "auto"
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1)

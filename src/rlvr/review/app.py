@@ -1,17 +1,8 @@
 """The labelling web app (Starlette): `rlvr review serve REVIEW_DIR` on http://127.0.0.1:8765.
 
-One static page (`static/index.html`, vanilla JS, no build step) talks to a small JSON API:
-
-- `GET  /api/meta?reviewer=NAME`  slice size, evaluation, categories, the reviewer's progress and
-  the index to resume at (their first unlabelled item);
-- `GET  /api/items/{index}?reviewer=NAME`  one item: problem, gold solution and steps, completion
-  cut into highlighted step segments, verdict, strata, and this reviewer's label (with `version`);
-- `PUT  /api/labels`  JSON label plus the `version` it edits (0 = new); committed at once;
-- `GET  /api/labels?reviewer=NAME`  current labels;  `GET /api/health`.
-
-Errors are JSON `{"error": message, "field": name?}` with 400 (malformed), 404 (unknown item),
-409 (the label changed since it was loaded), 415 (not JSON), 503 (database busy).
-When bound to loopback only `127.0.0.1`/`localhost` Host headers are accepted (DNS rebinding).
+One static page (`static/index.html`, vanilla JS, no build step) talks to a small JSON API (routes, bodies
+and error statuses: docs/review.md, "JSON API"). When bound to loopback, only loopback Host headers are
+accepted (against DNS rebinding).
 """
 
 from __future__ import annotations

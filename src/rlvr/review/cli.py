@@ -145,7 +145,9 @@ def stats_cmd(
     print(f"{s.n_labelled} of {s.n_items} items labelled by {len(s.reviewers)} reviewer(s)")
     if s.n_labelled:
         fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
-        print(f"pass@1 verifier {fmt(p1.verifier.value)}  human {fmt(p1.human.value)}  "
-              f"corrected {fmt(p1.corrected.value)}")  # fmt: skip
+        print(
+            f"pass@1 verifier {fmt(p1.verifier.value)}  human {fmt(p1.human.value)}  "
+            f"corrected {fmt(p1.corrected.value)}"
+        )
         print(f"verifier precision {fmt(v.precision)}  recall {fmt(v.recall)}  kappa {fmt(v.kappa)}")
     print(f"wrote {path}")

@@ -1,23 +1,8 @@
 """Pick the slice of an evaluation that a person will label: `rlvr review export EVAL_DIR --items 100`.
 
-Every completion gets a value on five strata (`strata_of`):
-
-- `verdict`: `correct`, `incorrect`, or `unparsed` (the verifier found no answer);
-- `reward`: `low` / `mid` / `high` third of the range of the summed rewards, or `none`;
-- `length`: token-count quartile `q1`..`q4` over the evaluation, or `truncated`;
-- `disagreement`: `agree`, `verifier2` (a second verifier gives the other verdict), `process` (the
-  process score is on the other side of 0.5 from the verdict), `both`, or `n/a` (no second signal);
-- `difficulty`: `easy` / `medium` / `hard` from the problem's pass rate over its samples (> 2/3,
-  between, < 1/3) when the evaluation drew at least two samples per problem, else from the number
-  of gold steps (terciles over problems; more steps = harder).
-
-`select` then balances the marginals: each value of each stratum present in the evaluation gets an
-equal share of the slice, so rare values, which are where the verifier is least trustworthy
-(disagreements, unparsed answers, truncated or very long completions, hard problems), are
-oversampled compared with their frequency. The pick is greedy: each step takes the completion whose
-strata are furthest below their share; among equals, one of a problem not yet in the slice, then the
-first in a permutation from `np.random.default_rng(seed)`. Any prefix of the slice is itself balanced, so a
-review that stops early is still spread over the strata. Same samples and seed, same slice.
+`strata_of` gives every completion a value on five strata; `select` picks greedily so that each value of
+each stratum gets an equal share and any prefix of the slice is itself balanced; `export_slice` writes
+`slice.jsonl` and `export.json`. The strata, the pick and the files: docs/review.md, "export".
 """
 
 from __future__ import annotations
@@ -38,11 +23,10 @@ __all__ = ["DIMENSIONS", "export_slice", "select", "strata_of"]
 
 DIMENSIONS = ("verdict", "reward", "length", "disagreement", "difficulty")
 # the keys of a slice.jsonl line, in order: a sample's other keys are left out
-_SLICE_KEYS = (
-    "item_id", "index", "strata", "problem_id", "sample", "question", "gold", "gold_solution", "gold_steps",
-    "n_steps", "completion", "parsed", "correct", "reason", "tokens", "truncated", "temperature", "process_score",
-    "rewards", "verifier2_correct", "messages",
-)  # fmt: skip
+_SLICE_KEYS = tuple(
+    "item_id index strata problem_id sample question gold gold_solution gold_steps n_steps completion parsed correct"
+    " reason tokens truncated temperature process_score rewards verifier2_correct messages".split()
+)
 
 
 def _verdict(row: ReviewSample) -> str:
@@ -127,12 +111,9 @@ def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], Diffi
 
 
 def select(strata: Sequence[dict[str, str]], groups: Sequence[str], n: int, seed: int = 0) -> list[int]:
-    """Indices of `n` rows (all rows if fewer) in pick order, balancing each stratum's values.
-
-    Target count for value v of dimension d: t = n / (number of values of d present). Score of an
-    unpicked row: sum over d of max(0, t - picked_so_far[d][v]) / t. The highest score is picked;
-    among equal scores a row whose group (problem) is not yet in the slice, then the lowest seeded
-    random rank.
+    """Indices of `n` rows (all rows if fewer) in pick order, balancing each stratum's values: each pick is
+    the row furthest below its values' shares `n / k`, then one of a group (problem) not yet picked, then
+    the lowest seeded random rank (docs/review.md).
 
     >>> s = [{"verdict": v} for v in ["correct"] * 8 + ["incorrect"] * 2]
     >>> sorted(s[i]["verdict"] for i in select(s, [str(i) for i in range(10)], 4, seed=0))

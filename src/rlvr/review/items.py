@@ -1,8 +1,5 @@
-"""Read an evaluation's `samples.jsonl` and a review folder's `slice.jsonl`, validated row by row.
-
-Every problem is reported as a `ReviewError` with a one-line message naming the file, the line and
-the field (`samples.jsonl:12: field 'correct' must be a bool, got 'yes'`), which the CLI prints and
-turns into exit status 2.
+"""Read an evaluation's `samples.jsonl` and a review folder's `slice.jsonl`, validated row by row; every
+problem is a `ReviewError` naming the file, line and field, which the CLI prints and exits 2 on.
 """
 
 from __future__ import annotations

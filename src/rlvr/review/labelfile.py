@@ -1,9 +1,6 @@
-"""Read another reviewer's labels from a JSONL or CSV file for `rlvr review import`.
-
-Columns / keys: `item_id`, `reviewer` (or the `--reviewer` default), `answer_correct`,
-`reasoning_valid`, `error_category` (optional), `note` (optional). CSV booleans may be
-`true/false`, `1/0` or `yes/no`. The whole file is validated before anything is written; the first
-bad row stops it with `FILE:LINE: field 'NAME': reason`.
+"""Read another reviewer's labels from a JSONL or CSV file for `rlvr review import` (columns: docs/review.md).
+The whole file is validated before anything is written; the first bad row stops it with
+`FILE:LINE: field 'NAME': reason`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
-"""Statistics of a review: `rlvr review stats REVIEW_DIR` writes `stats.json` (schema in docs/review.md).
-
-- **Agreement** between reviewers: Cohen's kappa on the items both labelled, per pair, for the
-  final answer and for the reasoning.
-- **Consensus** human label per item: the majority of its reviewers; a tie counts as *not* correct
-  (resp. *not* valid), so a split panel never credits the model.
-- **Verifiers against people**: the verifier's verdict (and a second verifier's, and the process
-  score thresholded at 0.5 against reasoning validity, when present) as a classifier of the
-  consensus label: confusion counts, precision, recall, accuracy, kappa.
-- **Headline**: pass@1 (= accuracy over the labelled completions) by the verifier and by people,
-  their paired difference, and strict@1 (answer correct and reasoning valid), each with a
-  percentile bootstrap CI; plus `corrected`, the evaluation's pass@1 re-estimated over the whole
-  population: P(verifier correct) * P(human correct | verifier correct) + P(verifier wrong) *
-  P(human correct | verifier wrong), with a bootstrap that resamples within each verdict group.
-  The slice oversamples rare strata, so the plain slice numbers are not population estimates;
-  `corrected` is, as far as the verdict is concerned.
-
-All randomness comes from `np.random.default_rng(seed)`.
+"""Statistics of a review: `rlvr review stats REVIEW_DIR` writes `stats.json`: reviewer agreement, the
+consensus label, the verifiers against people and the headline pass@1 with its population-corrected
+estimate. Definitions and schema: docs/review.md, "stats and stats.json". All randomness comes from
+`np.random.default_rng(seed)`.
 """
 
 from __future__ import annotations
@@ -165,8 +151,13 @@ def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> Estimate:
     return Estimate(value=float(np.mean(values)), ci=[low, high])
 
 
-def _headline(items: list[SliceItem], cons: dict[str, dict[str, bool]], population: SliceExport | None, seed: int,
-              n_resamples: int) -> Headline:  # fmt: skip
+def _headline(
+    items: list[SliceItem],
+    cons: dict[str, dict[str, bool]],
+    population: SliceExport | None,
+    seed: int,
+    n_resamples: int,
+) -> Headline:
     v = [float(it.correct) for it in items]
     h = [float(cons[it.item_id]["answer_correct"]) for it in items]
     strict = [float(cons[it.item_id]["answer_correct"] and cons[it.item_id]["reasoning_valid"]) for it in items]

@@ -1,13 +1,9 @@
-"""Human labels in an embedded SQLite database, `labels.db` in the review folder.
+"""Human labels in an embedded SQLite database, `labels.db` in the review folder (schema: docs/review.md).
 
-Each label is committed in its own transaction as soon as it is received, in WAL mode with
-`synchronous=FULL`, so killing the server loses nothing that was acknowledged. Labels are kept per
-`(item_id, reviewer)`; every write also appends to `history`, so an overwritten label is never lost.
-Writes are optimistic: a writer says which `version` of the label it last saw (0 = none), and a
-write against a newer version is refused with `Conflict` (two tabs or two people under one name).
-
-Tables (see docs/review.md): `labels` (current label per item and reviewer), `history` (every write),
-`meta` (schema version).
+Each label is committed in its own transaction as soon as it is received (WAL, `synchronous=FULL`), so
+killing the server loses nothing that was acknowledged; every write also appends to `history`. Writes are
+optimistic: a writer says which `version` of the label it last saw (0 = none), and a write against a newer
+version is refused with `Conflict` (two tabs or two people under one name).
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import re
 import sqlite3
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -155,17 +151,8 @@ def _now() -> str:
 
 
 def _row_to_label(row: sqlite3.Row) -> StoredLabel:
-    return StoredLabel(
-        item_id=row["item_id"],
-        reviewer=row["reviewer"],
-        answer_correct=bool(row["answer_correct"]),
-        reasoning_valid=bool(row["reasoning_valid"]),
-        error_category=row["error_category"],
-        note=row["note"],
-        version=row["version"],
-        source=row["source"],
-        updated_at=row["updated_at"],
-    )
+    flags = {"answer_correct": bool(row["answer_correct"]), "reasoning_valid": bool(row["reasoning_valid"])}
+    return StoredLabel(**{**dict(row), **flags})
 
 
 class LabelStore:
@@ -212,10 +199,7 @@ class LabelStore:
 
     def _upsert(self, conn: sqlite3.Connection, label: Label, version: int, source: str) -> StoredLabel:
         stored = StoredLabel(**asdict(label), version=version, source=source, updated_at=_now())
-        values = (
-            label.item_id, label.reviewer, int(label.answer_correct), int(label.reasoning_valid),
-            label.error_category, label.note, source, version, stored.updated_at,
-        )  # fmt: skip
+        values = (*astuple(label), source, version, stored.updated_at)  # sqlite stores the two bools as 0/1
         conn.execute("INSERT OR REPLACE INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
         conn.execute(
             "INSERT INTO history (item_id, reviewer, answer_correct, reasoning_valid, error_category, note,"

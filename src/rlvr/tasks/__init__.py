@@ -1,9 +1,7 @@
-"""Tasks: problems with gold answers and gold steps, each task declared once (`rlvr.tasks.task`).
+"""Tasks: problems with gold answers and gold steps, each task declared once (`rlvr.tasks.task`, docs/tasks.md).
 
-`get_task(name)` is the task (`arith`, `gsm8k`, a registered one, or a GSM8K-format JSONL path);
-`load_task(name, split, ...)` is `get_task(name).load(split, ...)`. The private holdout is only
-returned when the caller passes `allow_holdout=True`; the trainer and every selection step never do,
-so they cannot train or select on it (see the audit's holdout check).
+`load_task(name, split, ...)` is `get_task(name).load(split, ...)`. The private holdout is only returned when
+the caller passes `allow_holdout=True`; the trainer and every selection step never do (the audit checks it).
 """
 
 from __future__ import annotations

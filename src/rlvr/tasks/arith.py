@@ -16,47 +16,8 @@ Ben has 2 bags with 14 books in each bag . He finds 10 more . How many books doe
 ('arith-easy-train-0-0', '38', {'template': 'bags', 'preset': 'easy', 'split': 'train'})
 
 Words and punctuation are separated by single spaces so a word-level tokenizer sees each as one
-token; numbers are plain digits (the tokenizer splits them). `parse_gsm8k_solution(p.solution)`
-gives back `(p.answer, p.steps)`, and the SFT target is `" " + p.solution` (`prompt.format_target`).
-
-Splits. `train`, `test` and `dev` share five templates; a problem belongs to the split its question
-hashes to (sha256 bucket of the question text: 80% train, 10% test, 10% dev, see `split_of`), so
-the three are disjoint for any `n`, seed and preset. `holdout` uses three other templates (new
-sentence structures: two people pooled, a division in the opening sentence, a comparison followed
-by story events) built only from words that occur in the training templates, so no holdout word
-has an untrained embedding. Every question is fully determined by `(split, seed, preset)`; a
-longer list extends a shorter one (the first `n` of `generate(s, 2 * n)` equal `generate(s, n)`),
-and questions never repeat within a split.
-
-Presets (`PRESETS`) form a ladder (`LADDER`, easiest first; docs/embedded.md measures the demo's
-base on each rung): `small` (2-3 steps, numbers up to 10, answers <= 30; the demo's rung), `easy`
-(1-2 steps, numbers up to 20, answers <= 50), `medium` (1-3 steps, numbers up to 50, answers <= 100),
-`distract` (medium with two distractor sentences, e.g. `Eva has 7 cards .` in a story about pens),
-`hard` (2-4 steps, numbers up to 200, answers <= 999) and `expert` (hard with two distractors).
-Every intermediate value also lies in `[1, max_answer]`. A distractor names the one person no
-story uses and an item the question does not ask about; distractors are drawn after the story, so
-a rung with them asks exactly the stories of the rung without them, sentences inserted.
-
-Length in tokens (words, punctuation, each digit, each of + - * / =, `<<`, `>>`, `####` and the
-newline count one token each), measured on 2,000 problems per cell with seed 0; the test suite
-recomputes this table and fails if it drifts::
-
-    preset  split    question mean/max  solution mean/max
-    small   train          29.0/51            39.0/56
-    small   holdout        30.7/47            38.7/56
-    easy    train          23.1/40            26.6/41
-    easy    holdout        24.6/35            26.5/41
-    medium  train          27.0/52            37.5/64
-    medium  holdout        28.8/47            36.4/63
-    distract train          38.7/64            37.0/64
-    distract holdout        40.9/59            37.2/64
-    hard    train          35.5/59           65.8/104
-    hard    holdout        38.0/57           64.4/104
-    expert  train          48.7/74           65.5/104
-    expert  holdout        50.9/74           64.4/104
-
-Generating 20,000 train problems takes about 0.5 s on one core; 20,000 test or dev problems about
-4 s, since only a tenth of the candidates hash into each.
+token; numbers are plain digits (the tokenizer splits them). The rungs (`PRESETS`, `LADDER`), the
+splits (`split_of`) and the problems' lengths in tokens: docs/embedded.md, "The task ladder".
 """
 
 from __future__ import annotations
@@ -363,16 +324,8 @@ def _resolve(preset: str | ArithConfig) -> ArithConfig:
 
 def _template_words(tpl: _Template) -> set[str]:
     phrases = [tpl.start, tpl.question, *(p for ph in (*tpl.combine.values(), *tpl.ops.values()) for p in ph)]
-    fills = {
-        "{N}": _NAMES,
-        "{O}": _NAMES,
-        "{R}": _NAMES,
-        "{X}": _NAMES,
-        "{Y}": _NAMES,
-        "{items}": _ITEMS,
-        "{P}": ("He", "She"),
-        "{p}": ("he", "she"),
-    }
+    people = dict.fromkeys(("{N}", "{O}", "{R}", "{X}", "{Y}"), _NAMES)
+    fills = {**people, "{items}": _ITEMS, "{P}": ("He", "She"), "{p}": ("he", "she")}
     words: set[str] = set()
     for tok in " ".join(phrases).split():
         if tok in fills:

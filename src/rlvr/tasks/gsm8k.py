@@ -1,10 +1,8 @@
-"""GSM8K (Cobbe et al. 2021, MIT licence), vendored so that it loads offline.
+"""GSM8K (Cobbe et al. 2021, MIT licence), vendored so that it loads offline: `load_gsm8k("test")`.
 
-`load_gsm8k("test")` reads the copy shipped inside the package; `load_jsonl(path)` reads any local
-JSONL with `question` and `answer` fields in GSM8K's format (or TRL's conversational format: a
-`prompt` list of messages and an `answer`); `load_hf(name)` goes through the
-optional `datasets` package. A malformed line is a `DataError` naming the file and line: nothing is
-silently skipped.
+`load_jsonl(path)` reads any local JSONL in GSM8K's format (`question`, `answer` with `#### N`) or TRL's
+conversational one (a `prompt` list of messages and an `answer`). A malformed line is a `DataError`
+naming the file and line: nothing is silently skipped.
 """
 
 from __future__ import annotations
@@ -14,10 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from rlvr.tasks.problem import GoldFormatError, Problem, parse_gsm8k_solution
+from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
 from rlvr.textfile import utf8_error
 
-__all__ = ["DataError", "load_gsm8k", "load_jsonl", "load_hf", "gsm8k_path"]
+__all__ = ["DataError", "load_gsm8k", "load_jsonl", "gsm8k_path"]
 
 
 class DataError(ValueError):
@@ -38,55 +36,49 @@ def gsm8k_path(split: Literal["train", "test"]) -> Path:
 def _problem(row: Any, where: str, pid: str, source: str) -> Problem:
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object")
-    if "prompt" in row and "question" not in row:
-        return _conversational(row, where, pid, source)
-    for key in ("question", "answer"):
-        if not isinstance(row.get(key), str) or not row[key].strip():
-            raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
-    try:
-        answer, steps = parse_gsm8k_solution(row["answer"])
-    except GoldFormatError as e:
-        raise DataError(f"{where}: field 'answer': {e}") from None
-    return Problem(
-        id=str(row.get("id", pid)),
-        question=row["question"].strip(),
-        answer=answer,
-        steps=steps,
-        source=source,
-        solution=row["answer"].strip(),
-    )
-
-
-def _conversational(row: dict[str, Any], where: str, pid: str, source: str) -> Problem:
-    """A row in TRL's prompt format: `prompt` is a list of {role, content} messages (or a string),
-    `answer` a GSM8K solution or the bare final answer."""
-    prompt, answer = row["prompt"], row.get("answer")
-    if isinstance(prompt, str) and prompt.strip():
-        messages = None
-        question = prompt.strip()
-    elif isinstance(prompt, list) and prompt and all(_is_message(m) for m in prompt):
-        messages = tuple({"role": m["role"], "content": m["content"]} for m in prompt)
-        users = [m["content"] for m in messages if m["role"] == "user"]
-        if not users:
-            raise DataError(f"{where}: field 'prompt': no message with role 'user'")
-        question = users[-1].strip()
+    conversational = "prompt" in row and "question" not in row
+    messages = None
+    if conversational:
+        question, messages = _prompt(row["prompt"], where)
+        answer = row.get("answer")
+        if isinstance(answer, int | float) and not isinstance(answer, bool):
+            answer = str(answer)
+        if not isinstance(answer, str) or not answer.strip():
+            raise DataError(f"{where}: field 'answer': missing or not a non-empty string or number")
     else:
-        raise DataError(f"{where}: field 'prompt': expected a string or a list of {{role, content}} messages")
-    if isinstance(answer, int | float) and not isinstance(answer, bool):
-        answer = str(answer)
-    if not isinstance(answer, str) or not answer.strip():
-        raise DataError(f"{where}: field 'answer': missing or not a non-empty string or number")
-    steps: list = []
+        for key in ("question", "answer"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
+        question, answer = row["question"].strip(), row["answer"]
     final = answer.strip()
-    if "####" in answer:
+    steps: list[Step] = []
+    if "####" in answer or not conversational:  # TRL's format may give the bare final answer
         try:
             final, steps = parse_gsm8k_solution(answer)
         except GoldFormatError as e:
             raise DataError(f"{where}: field 'answer': {e}") from None
     return Problem(
-        id=str(row.get("id", pid)), question=question, answer=final, steps=steps, source=source,
-        solution=answer.strip(), messages=messages,
-    )  # fmt: skip
+        id=str(row.get("id", pid)),
+        question=question,
+        answer=final,
+        steps=steps,
+        source=source,
+        solution=answer.strip(),
+        messages=messages,
+    )
+
+
+def _prompt(prompt: Any, where: str) -> tuple[str, tuple[dict[str, str], ...] | None]:
+    """The question and messages of TRL's `prompt`: a string or a list of {role, content} messages."""
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt.strip(), None
+    if isinstance(prompt, list) and prompt and all(_is_message(m) for m in prompt):
+        messages = tuple({"role": m["role"], "content": m["content"]} for m in prompt)
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        if not users:
+            raise DataError(f"{where}: field 'prompt': no message with role 'user'")
+        return users[-1].strip(), messages
+    raise DataError(f"{where}: field 'prompt': expected a string or a list of {{role, content}} messages")
 
 
 def _is_message(m: Any) -> bool:
@@ -140,13 +132,3 @@ def load_gsm8k(split: Literal["train", "test"] = "test", *, limit: int | None = 
     ['gsm8k-train-0', 'gsm8k-train-1']
     """
     return load_jsonl(gsm8k_path(split), source=f"gsm8k-{split}", limit=limit)
-
-
-def load_hf(name: str, split: str = "test", *, config: str | None = "main") -> list[Problem]:
-    """Load a Hugging Face dataset in GSM8K format (needs the optional `datasets` package)."""
-    try:
-        import datasets  # type: ignore[import-not-found]
-    except ImportError:
-        raise DataError(f"loading {name!r} needs the 'datasets' package: pip install 'rlvr[datasets]'") from None
-    ds = datasets.load_dataset(name, config, split=split)
-    return [_problem(row, f"{name}[{split}]:{i}", f"{name}-{split}-{i}", name) for i, row in enumerate(ds)]

@@ -1,7 +1,5 @@
-"""The unit of data every part of rlvr shares: a problem with its gold answer and gold steps.
-
-`Problem` and `Step` are public contracts (see DESIGN.md): tasks produce them, verifiers, rewards,
-trainers, evaluation and audit consume them.
+"""The unit of data every part of rlvr shares: a `Problem` with its gold answer and gold `Step`s
+(docs/architecture.md): tasks produce them; verifiers, rewards, trainers, evaluation and audit read them.
 """
 
 from __future__ import annotations

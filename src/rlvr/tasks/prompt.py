@@ -1,19 +1,7 @@
-"""Prompt formats: where a problem's prompt ends and its completion begins, for every command alike.
-
-SFT, GRPO rollouts, the update, evaluation, search screening and review all build prompts through
-one `PromptFormatter`, so they cut prompt and completion at the same token:
-
-- `plain`: ``Q: {question}\\nA:`` and targets that start with a space (the embedded model's format;
-  the tokenizer then splits prompt and completion at the same place, NOTES.md pitfalls).
-- `chat`: the tokenizer's own chat template over ``[system?, user]`` with
-  ``add_generation_prompt=True``; without `system_prompt` the template's own default applies.
-- `r1`: DeepSeek-R1-Zero / open-r1: a system prompt asking for the reasoning in ``<think>...</think>``
-  and the final answer in ``<answer>...</answer>`` (through the chat template when the tokenizer has
-  one, else R1-Zero's plain ``User: ... Assistant:`` text). Pair it with the `format_r1` reward.
-- `auto` (the default): `chat` when the tokenizer has a chat template, else `plain`.
-
-A problem loaded from a conversational dataset (TRL's `prompt` as a list of messages) keeps its
-messages; `chat` and `r1` render those instead of the bare question.
+"""Prompt formats (`plain`, `chat`, `r1`, `auto`): where a problem's prompt ends and its completion
+begins. SFT, GRPO rollouts, the update, evaluation, search screening and review all build prompts
+through one `PromptFormatter`, so they cut prompt and completion at the same token; what each format
+renders: docs/real-models.md, "Prompt formats and sampling".
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""A task, declared once: its name, its own load parameters, its splits, whether it keeps a private
-holdout, and its verifier. Everything that loads or checks problems asks the task.
-
-    class Countdown(Task):
-        name = "countdown"
-        params = CountdownParams  # a pydantic model of the task's own load settings
-        def generate(self, split, n, seed, params): ...  # -> list[Problem]
-
-    register(Countdown())
-
-`get_task(name)` returns a registered task, or a `JsonlTask` for a path to a GSM8K-format JSONL file.
-`Task.load(split, n=..., seed=..., **settings)` checks the split and the holdout rule, validates the
-settings the task declares in `params` (a command's config passes all it has: `preset` means the rung
-to `arith` and nothing to `gsm8k`) and returns the problems; `Task.load_args(...)` is the record of
-those arguments that a run's manifest keeps, so the audit replays the exact load (`Task.replay`).
-A single-turn task is the one-turn case of an environment (docs/architecture.md).
+"""A task, declared once (subclass `Task`, `register` it): its name, its own load settings, its splits,
+whether it keeps a private holdout, and its verifier. `get_task(name)` returns it (or a `JsonlTask` for a
+path); `Task.load` checks the split and the holdout rule; `Task.load_args` is what a manifest records so
+the audit can `replay` the load. docs/tasks.md shows a task declared and registered.
 """
 
 from __future__ import annotations

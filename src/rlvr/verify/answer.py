@@ -1,44 +1,6 @@
-"""The final-answer verifier: `verify_answer(completion, gold) -> Verdict(correct, parsed, reason)`.
-
-Rules, in the order they apply:
-
-1. Markers. The explicit answer markers are `####`, `Answer:` (any case, also `Final answer:`,
-   `**Answer:**` and the label `Answers:`), `... answer is` / `... answers are` (any case),
-   `\\boxed{...}`, `<solution>...</solution>`, `<answer>...</answer>`, and `A:` at the start of a line.
-   A marker's region is its brace or tag content, or for the phrase markers the rest of the sentence
-   on its line (the next line when the marker ends its line; a display-math block `\\[ ... \\]`,
-   `\\( ... \\)` or `$$ ... $$` that opens the region is read to its closing delimiter, across lines),
-   never past the next marker and never longer than `MAX_REGION` characters. `####` and line-start
-   `A:` only hold a value when their region starts with a number (after a sign, a currency symbol or
-   code, or a math delimiter: `#### +20`, `#### USD 20`, `#### US$20`, `#### \\(20\\)`), so markdown
-   headings (`#### Step 1`) and chain-of-thought (`A: Let's think`) hold none.
-2. The final answer is the value of the last marker that holds one. Every marker that holds a value
-   must hold the same one (`#### 18` then `Answer: 19` is "conflicting marked answers"; several
-   `\\boxed{}` that disagree are "conflicting boxes"), and none may be hedged, non-finite or written
-   in non-ASCII digits. A region is hedged when it holds two values (`18 or 19 or 20`, a list
-   `4, 6` or `4; 6`, a range) and also when the text right after it goes on with `or` and a
-   different number (`\\boxed{18} or 19`, `The answer is 18. Or 19.`). Markers that hold no number
-   are ignored unless no marker holds one ("marker without number").
-3. With no marker at all, the answer is the last number in the text, unless a hedge (`18 or 19`,
-   `18, 19`, `18; 19`, `17, 18, or 19`, `17, 18, and 19`, `18 to 19`, `18-19`, `between 18 and 19`)
-   leads into it.
-4. A region reads as one number after normalising (see `rlvr.verify.numbers.read_number`): thousands
-   separators (a comma before exactly three digits), a leading `+`, currency symbols and codes
-   (`$`, `US$`, `€`, `USD 20`, `20 EUR`), LaTeX math delimiters, unit words, `%`, trailing
-   punctuation, decimals, fractions, `\\frac`, scientific notation and English number words are
-   understood. Comparison with the gold is exact (`fractions.Fraction`).
-5. Arithmetic. An expression is credited only by the result it states: `=` (or an arrow `=>`, `→`,
-   `\\Rightarrow`) keeps what follows the last one, so `#### 3*4 = 12` answers 12. An unevaluated
-   expression after a marker (`#### 3*4`, `The answer is 180 * 2`) holds two values and is rejected
-   as a hedge: the verifier never computes an answer the completion did not state (math-verify's
-   known flaw is to evaluate such arithmetic and credit it). Notation for one number is not an
-   expression: `36/2` (a fraction, no spaces), `\\frac{36}{2}`, `1.8e1`, `1.8 \\times 10^1`. Without a
-   marker the last-number rule applies as it is (`9 * 2` reads 2).
-
-Cost is linear in the completion: one regex pass per marker kind finds the markers (more than
-`MAX_MARKERS` is itself a rejection), each region is bounded, and the no-marker path scans backwards
-from the end. A 1 MB completion takes a few milliseconds.
-"""
+"""The final-answer verifier: `verify_answer(completion, gold) -> Verdict(correct, parsed, reason)`,
+and `extract_answer`, the same extractor for majority voting. The rules (markers, conflicts, hedges,
+the last-number rule, number notation, arithmetic) and their cost: docs/rewards.md."""
 
 from __future__ import annotations
 
@@ -103,14 +65,9 @@ _WINDOW = 4096  # the no-marker path reads the text backwards in windows of this
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verifier's decision on one completion.
-
-    `parsed` is the extracted final answer in canonical form ("18", "-3", "2.5", "7/3"), or None when
-    no single answer could be extracted; `reason` is a short phrase: "correct", "wrong value", "no
-    answer", "hedged answer" (two or more values: `or`, a list, a range, an unevaluated expression),
-    "conflicting marked answers", "conflicting boxes", "marker without number", "non-finite",
-    "non-ascii digits", "too many marked answers" or "invalid gold".
-    """
+    """The verifier's decision on one completion: `parsed` is the final answer in canonical form ("18",
+    "-3", "2.5", "7/3") or None when no single answer could be extracted; `reason` is a short phrase
+    ("correct", "wrong value", "hedged answer", ...; the list is in docs/rewards.md)."""
 
     correct: bool
     parsed: str | None
@@ -118,7 +75,7 @@ class Verdict:
 
 
 def verify_answer(completion: str, gold: str) -> Verdict:
-    """Whether a completion's final answer equals the gold answer exactly (see the module rules).
+    """Whether a completion's final answer equals the gold answer exactly (rules: docs/rewards.md).
 
     >>> verify_answer("She makes 9 * 2 = $18 a day.\\n#### 18", "18")
     Verdict(correct=True, parsed='18', reason='correct')

@@ -1,17 +1,8 @@
 """Exact reading of the numbers in a short answer: "$1,000.00", "36/2", "\\frac{36}{2}", "1.8e1", "eighteen".
 
-Signs and money around a number are notation, not values: a leading `+`, currency symbols
-(`$ € £ ¥ ₹ ...`), a letter prefix glued to a dollar sign (`US$`, `HK$`), ISO currency codes before or
-after the number (`USD 20`, `20 EUR`, read past like unit words) and LaTeX math delimiters
-(`\\( \\)`, `\\[ \\]`, `$ $`) carry no value. A thousands separator is a comma followed by
-exactly three digits (`12,345.5`); any other comma separates two numbers (`4,6` and `1,0000` are
-two values, a list).
-
 Every value is a `fractions.Fraction`; nothing here compares floats or calls `eval`. Each function reads
-at most `MAX_REGION` characters, so its cost is bounded whatever the caller passes; the answer extractor
-(`rlvr.verify.answer`) cuts its regions to that size before calling in.
-
-Run the doctests with `pytest --doctest-modules src/rlvr/verify/numbers.py`.
+at most `MAX_REGION` characters, so its cost is bounded whatever the caller passes. The notation read
+(signs, currency, thousands separators, LaTeX): docs/rewards.md, rule 4.
 """
 
 from __future__ import annotations
@@ -81,9 +72,19 @@ _CLEAN = re.compile(
 )
 _CLEAN_NEEDED = re.compile(f"[\\\\{{}}{_MONEY}*_·≈→⇒⟹±∞^\u00a0\u2009\u202f−–—+]")
 _CLEAN_TO = {
-    "comma": ",", "times": " × ", "approx": " = ", "pm": " ± ", "inf": " inf ", "delim": " ", "gone": "",
-    "cmd": " ", "sup": "^", "space": " ", "minus": "-", "dash": " - ",
-}  # fmt: skip
+    "comma": ",",
+    "times": " × ",
+    "approx": " = ",
+    "pm": " ± ",
+    "inf": " inf ",
+    "delim": " ",
+    "gone": "",
+    "cmd": " ",
+    "sup": "^",
+    "space": " ",
+    "minus": "-",
+    "dash": " - ",
+}
 
 _INT = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)"  # "1,0000" is not a thousands separator: 1 and 0
 _NUM = re.compile(

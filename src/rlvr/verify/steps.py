@@ -1,10 +1,6 @@
-"""Worked steps for process rewards: read the arithmetic a completion writes and check it exactly.
-
-`parse_steps` finds GSM8K calculator annotations `<<16-3-4=9>>` and plain equations `16 - 3 - 4 = 9`
-in free text, in order; an equation whose right-hand side is an annotation
-(`16 - 3 - 4 = <<16-3-4=9>>9`) is one step, not two. `evaluate_expr` does exact arithmetic with a
-small recursive-descent parser (no `eval`); `match_steps` compares generated steps with a problem's
-gold steps by value.
+"""Worked steps for process rewards: `parse_steps` reads the arithmetic a completion writes (`<<expr=result>>`
+annotations and plain `a op b = c` equations, an annotated equation counted once), `evaluate_expr` checks it
+exactly with a small recursive-descent parser (no `eval`), `match_steps` compares steps with the gold by value.
 """
 
 from __future__ import annotations
