@@ -124,8 +124,17 @@ def test_example_configs_load(path: Path) -> None:
     from rlvr.evaluate.evaluation import EvalConfig
     from rlvr.grpo.config import TrainConfig
     from rlvr.search.config import SearchConfig
+    from rlvr.sft import SFTConfig
 
-    kind = SearchConfig if "search" in path.name else EvalConfig if path.stem.endswith("-eval") else TrainConfig
+    kind = (
+        SearchConfig
+        if "search" in path.name
+        else EvalConfig
+        if path.stem.endswith("-eval")
+        else SFTConfig
+        if path.stem.endswith("-sft")
+        else TrainConfig
+    )
     load_config(kind, path, {"model": "m"} if kind is EvalConfig else None)
 
 
