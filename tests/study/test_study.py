@@ -180,6 +180,11 @@ def test_analysis_pools_seeds_and_pairs_each_seed_with_the_reference(tmp_path: P
     holm = adjust_pvalues([p1.pvalue, g.pvalue], "holm")
     assert [t.pvalue_adj for t in study.comparisons] == pytest.approx(holm)
     assert study.to_json()["conditions"][1]["pooled"]["pass@1"]["value"] == a.pass_at_1.value  # the file's keys
+    # a seed whose run logged no train accuracy draws no curve (it crashed the plot)
+    from rlvr.study.report import _curves
+
+    assert _curves(study.model_copy(update={"curves": {"a": {"0": [0.1, 0.2, 0.3], "1": []}}})) is not None
+    assert _curves(study.model_copy(update={"curves": {"a": {"0": []}}})) is None
 
 
 @pytest.mark.slow

@@ -29,7 +29,9 @@ def _png(fig: Any) -> str:
 def _curves(study: StudyResult) -> str | None:
     from matplotlib.figure import Figure
 
-    curves = {c: s for c, s in study.curves.items() if s}
+    # a seed whose run logged no train accuracy (a failed or empty run) has no curve to draw
+    curves = {c: {k: v for k, v in s.items() if v} for c, s in study.curves.items()}
+    curves = {c: s for c, s in curves.items() if s}
     if not curves:
         return None
     fig = Figure(figsize=(7, 3.8))
