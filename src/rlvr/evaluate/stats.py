@@ -2,8 +2,6 @@
 
 Pure functions over per-problem numbers (numpy + scipy). Randomness only ever comes from a local
 `np.random.default_rng(seed)`; the global numpy RNG is never read or reseeded.
-
-Run the examples: `pytest --doctest-modules src/rlvr/evaluate/stats.py`.
 """
 
 from __future__ import annotations
