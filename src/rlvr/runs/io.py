@@ -1,10 +1,6 @@
-"""Reading and writing the files of a run folder: one NaN policy, one error style, schema versions.
-
-Every JSON file rlvr writes into a run folder carries `schema_version`; a reader refuses a version
-newer than it knows (`RunFileError`), and reads a file without one as version 1 (folders written
-before versions were recorded). NaN and infinities are written as null (strict JSON readers reject
-them), paths as strings, tuples and sets as lists. Writes go to a temporary file that is renamed over
-the target, so a crash or a full disk never leaves a torn file behind.
+"""Reading and writing the files of a run folder: one NaN policy (written as null), one error style
+(`RunFileError`), a `schema_version` in every JSON file, and atomic writes (a temporary file renamed
+over the target); docs/outputs.md has the rules.
 """
 
 from __future__ import annotations
@@ -65,8 +61,9 @@ def check_schema(path: Path, data: dict[str, Any], supported: int = SCHEMA_VERSI
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise RunFileError(f"{path}: field 'schema_version': expected a positive integer, got {version!r}")
     if version > supported:
-        raise RunFileError(f"{path}: schema version {version} is newer than this rlvr reads ({supported}); "
-                           "upgrade rlvr to read it")  # fmt: skip
+        raise RunFileError(
+            f"{path}: schema version {version} is newer than this rlvr reads ({supported}); upgrade rlvr to read it"
+        )
     return version
 
 

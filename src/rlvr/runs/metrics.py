@@ -1,9 +1,6 @@
-"""Typed `metrics.jsonl` of a training run: one row per logged step, namespaced keys
-(`train/accuracy`, `reward/outcome/mean`, `eval/dev/pass@1`, ...; docs/outputs.md lists them).
-
-`read_metrics` reads the file once into a `MetricsLog`: each row's numbers as floats (null, which is
-how NaN is written, reads as NaN; anything that is not a number is left out), its step, and the
-series, window and tail views that the audit, the search's screens and the study read.
+"""Typed `metrics.jsonl` of a training run (`read_metrics` -> `MetricsLog`): one row per logged step,
+namespaced keys (docs/metrics.md); null (how NaN is written) reads as NaN, anything that is not a number
+is left out.
 """
 
 from __future__ import annotations
