@@ -167,10 +167,10 @@ def budget_ratio(tokens_a: float, tokens_b: float) -> float:
     return math.inf if lo == 0.0 else hi / lo
 
 
-def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_FLIP_DRAWS) -> float:
+def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0) -> float:
     """Two-sided paired sign-flip permutation test that the mean difference is 0: with S = sum_i d_i,
     p = P(|sum_i s_i |d_i|| >= |S|) over uniform random signs s_i (zeros dropped). Exact over all 2^m
-    patterns for m <= 16 nonzero differences, else `draws` seeded patterns, p = (1 + hits) / (1 + draws).
+    patterns for m <= 16 nonzero differences, else 10,000 seeded draws, p = (1 + hits) / (1 + draws).
     On 0/1 outcomes this is the exact McNemar (sign) test.
 
     >>> sign_flip_pvalue([1, 1, 1, 0, 0])  # 2 of the 8 sign patterns reach |S| = 3
@@ -188,9 +188,9 @@ def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_
         bits = (np.arange(2**d.size)[:, None] >> np.arange(d.size)[None, :]) & 1  # (2^m, m)
         sums = np.abs((1 - 2 * bits) @ d)  # (2^m,)
         return float(np.mean(sums >= observed - tol))
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, d.size))  # (D, m)
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(_SIGN_FLIP_DRAWS, d.size))  # (D, m)
     hits = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-    return (1 + hits) / (1 + draws)
+    return (1 + hits) / (1 + _SIGN_FLIP_DRAWS)
 
 
 def _load_eval(path: Path) -> EvalResult:

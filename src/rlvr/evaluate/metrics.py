@@ -8,6 +8,7 @@ the tokens it costs (`tokens@k`). docs/evaluation.md ("Metrics") explains each.
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -91,10 +92,7 @@ def majority_vote(answers: Sequence[str | None]) -> str | None:
     >>> majority_vote([None, None]) is None
     True
     """
-    counts: dict[str, int] = {}  # insertion order = first-occurrence order
-    for a in answers:
-        if a is not None:
-            counts[a] = counts.get(a, 0) + 1
+    counts = Counter(a for a in answers if a is not None)  # insertion order = first-occurrence order
     if not counts:
         return None
     return max(counts, key=counts.__getitem__)  # max keeps the first of equal keys
@@ -214,13 +212,8 @@ def _priority_counts(answers: Sequence[str | None], gold: str) -> tuple[int, tup
 
     Only these multisets matter for gold's win probability, so they double as a cache key.
     """
-    counts: dict[str, int] = {}
-    n_none = 0
-    for a in answers:
-        if a is None:
-            n_none += 1
-        else:
-            counts[a] = counts.get(a, 0) + 1
+    counts = Counter(a for a in answers if a is not None)  # in first-occurrence order
+    n_none = sum(a is None for a in answers)
     order = list(counts)
     if gold not in counts:
         return 0, (), tuple(sorted(counts.values())), n_none

@@ -28,14 +28,13 @@ class Dist:
     def main(self) -> bool:
         return self.rank == 0
 
-    def block(self, n: int, rank: int | None = None) -> range:
-        """The contiguous share of n items that `rank` (default: this one) handles.
+    def block(self, n: int) -> range:
+        """The contiguous share of n items that this rank handles.
 
         >>> [list(Dist(r, 2).block(5)) for r in range(2)]
         [[0, 1], [2, 3, 4]]
         """
-        r = self.rank if rank is None else rank
-        return range(r * n // self.world, (r + 1) * n // self.world)
+        return range(self.rank * n // self.world, (self.rank + 1) * n // self.world)
 
     def gather(self, obj: Any) -> list[Any]:
         """Every rank's `obj`, in rank order (picklable objects; `[obj]` in one process)."""

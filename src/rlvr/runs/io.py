@@ -55,16 +55,16 @@ def clean(value: Any) -> Any:
     return value
 
 
-def check_schema(path: Path, data: dict[str, Any], supported: int = SCHEMA_VERSION) -> int:
-    """The file's schema version (1 when absent); RunFileError when it is not one this rlvr reads."""
+def check_schema(path: Path, data: dict[str, Any]) -> None:
+    """RunFileError when the file's schema version (1 when absent) is not one this rlvr reads."""
     version = data.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise RunFileError(f"{path}: field 'schema_version': expected a positive integer, got {version!r}")
-    if version > supported:
+    if version > SCHEMA_VERSION:
         raise RunFileError(
-            f"{path}: schema version {version} is newer than this rlvr reads ({supported}); upgrade rlvr to read it"
+            f"{path}: schema version {version} is newer than this rlvr reads ({SCHEMA_VERSION}); "
+            "upgrade rlvr to read it"
         )
-    return version
 
 
 def _read_text(path: Path) -> str:
@@ -140,9 +140,9 @@ def _replace(path: Path, text: str) -> Path:
     return path
 
 
-def write_json(path: str | Path, obj: dict[str, Any], *, versioned: bool = True) -> Path:
-    """Write a JSON object atomically, cleaned, with `schema_version` first unless `versioned=False`."""
-    body = {"schema_version": SCHEMA_VERSION, **obj} if versioned else obj
+def write_json(path: str | Path, obj: dict[str, Any]) -> Path:
+    """Write a JSON object atomically, cleaned, with `schema_version` first."""
+    body = {"schema_version": SCHEMA_VERSION, **obj}
     return _replace(Path(path), json.dumps(clean(body), indent=2, ensure_ascii=False) + "\n")
 
 

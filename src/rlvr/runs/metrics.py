@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr.runs.io import RunFileError, iter_jsonl
+from rlvr.runs.records import _file
 
 __all__ = ["MetricsLog", "MetricsRow", "read_metrics"]
 
@@ -77,9 +78,7 @@ def _number(v: object) -> float | None:
 def read_metrics(path: str | Path, *, missing_ok: bool = False) -> MetricsLog:
     """The `metrics.jsonl` of a run folder (or the file itself); a bad line is a RunFileError naming
     the file and line. A row without `step` is the row's position (1-based)."""
-    file = Path(path)
-    if file.is_dir():
-        file = file / "metrics.jsonl"
+    file = _file(path, "metrics.jsonl")
     if not file.exists():
         if missing_ok:
             return MetricsLog()
