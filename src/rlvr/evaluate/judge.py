@@ -181,15 +181,6 @@ class Judge:
         self.n_requests = 0
         self._client: Any = None
 
-    def _make_client(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise JudgeError("the LLM judge needs the openai package: pip install 'rlvr[judge]'") from None
-        return openai.OpenAI(
-            base_url=self.cfg.base_url, api_key=self.cfg.api_key, timeout=self.cfg.timeout_s, max_retries=0
-        )
-
     def judge(self, messages: list[dict[str, str]]) -> tuple[Judgement, bool]:
         """(verdict, came from cache). Failed calls give category "other" with `error` set."""
         cfg = self.cfg
@@ -207,10 +198,15 @@ class Judge:
 
     def _request(self, messages: list[dict[str, str]]) -> str:
         """One completion's text; retries transient failures, raises JudgeError on the others."""
+        try:
+            import openai
+        except ImportError:
+            raise JudgeError("the LLM judge needs the openai package: pip install 'rlvr[judge]'") from None
         if self._client is None:
-            self._client = self._make_client()
-        import openai
-
+            cfg = self.cfg
+            self._client = openai.OpenAI(
+                base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout_s, max_retries=0
+            )
         last: Exception | None = None
         for attempt in range(self.cfg.max_retries + 1):
             if attempt:
