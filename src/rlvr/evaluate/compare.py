@@ -1,27 +1,12 @@
 """`rlvr compare`: several evaluations side by side, paired on shared problems, at equal token budgets.
 
-Reads only the `eval.json` of each evaluation folder (`rlvr eval` writes it). The first folder is
-the baseline; by default each other run is compared with it (`pairs="baseline"`), or every pair
-with `pairs="all"`. For each pair, on the problems both evaluated (matched by problem id):
-
-- sampled pass@1: per-problem p_i = c_i / n_i; the mean paired difference d = mean(p_B - p_A)
-  with a bootstrap CI (`paired_diff_ci`) and a two-sided paired sign-flip permutation p-value;
-- greedy accuracy (when both have it): the paired difference with a bootstrap CI and McNemar's
-  test on the discordant problems;
-- budget-matched pass@k: each pass@k of A beside the pass@k' of B whose tokens per problem are
-  closest (and vice versa), with the paired difference of per-problem unbiased pass@k.
-
-All p-values of one comparison (every pair, both tests) form one family and are adjusted with Holm
-(default) or Bonferroni. A headline row whose two runs differ in tokens per sample by more than
-`budget_tolerance` (ratio larger/smaller > 1 + tol) is flagged as not budget-matched.
-
-    c = compare_runs([Path("runs/eval-base"), Path("runs/eval-grpo")], out=Path("runs/compare"))
-    print(format_comparison(c))
+Reads only each folder's `eval.json`; the first folder is the baseline. `compare_runs` compares and
+`format_comparison` renders the result as text; docs/evaluation.md explains the paired tests, the
+multiplicity correction and the budget matching.
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import itertools
 import json
@@ -182,13 +167,10 @@ def budget_ratio(tokens_a: float, tokens_b: float) -> float:
     return math.inf if lo == 0.0 else hi / lo
 
 
-def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_FLIP_DRAWS) -> float:
-    """Two-sided paired permutation (sign-flip) test that the mean paired difference is 0.
-
-    Under H0 each difference d_i is equally likely to be +|d_i| or -|d_i|, so with S = sum_i d_i,
-    p = P(|sum_i s_i |d_i|| >= |S|) over independent uniform signs s_i. Zero differences do not
-    change S and are dropped. Exact (all 2^m patterns) for m <= 16 nonzero differences, otherwise
-    `draws` random patterns from `np.random.default_rng(seed)` with p = (1 + hits) / (1 + draws).
+def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0) -> float:
+    """Two-sided paired sign-flip permutation test that the mean difference is 0: with S = sum_i d_i,
+    p = P(|sum_i s_i |d_i|| >= |S|) over uniform random signs s_i (zeros dropped). Exact over all 2^m
+    patterns for m <= 16 nonzero differences, else 10,000 seeded draws, p = (1 + hits) / (1 + draws).
     On 0/1 outcomes this is the exact McNemar (sign) test.
 
     >>> sign_flip_pvalue([1, 1, 1, 0, 0])  # 2 of the 8 sign patterns reach |S| = 3
@@ -206,9 +188,9 @@ def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0, draws: int = _SIGN_
         bits = (np.arange(2**d.size)[:, None] >> np.arange(d.size)[None, :]) & 1  # (2^m, m)
         sums = np.abs((1 - 2 * bits) @ d)  # (2^m,)
         return float(np.mean(sums >= observed - tol))
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(draws, d.size))  # (D, m)
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(_SIGN_FLIP_DRAWS, d.size))  # (D, m)
     hits = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-    return (1 + hits) / (1 + draws)
+    return (1 + hits) / (1 + _SIGN_FLIP_DRAWS)
 
 
 def _load_eval(path: Path) -> EvalResult:
@@ -233,12 +215,20 @@ def _summary(name: str, path: Path, e: EvalResult) -> RunSummary:
     except RunFileError as err:
         raise CompareError(str(err)) from None
     return RunSummary(
-        name=name, path=str(path), model=e.model, task=e.task, preset=e.preset, split=e.split,
-        data_hash=e.data_hash, n_problems=e.n_problems if e.n_problems is not None else len(e.per_problem),
-        n_samples=e.n_samples or 0, tokens_per_sample=e.tokens_per_sample or 0.0,
+        name=name,
+        path=str(path),
+        model=e.model,
+        task=e.task,
+        preset=e.preset,
+        split=e.split,
+        data_hash=e.data_hash,
+        n_problems=e.n_problems if e.n_problems is not None else len(e.per_problem),
+        n_samples=e.n_samples or 0,
+        tokens_per_sample=e.tokens_per_sample or 0.0,
         metrics=dict(e.metrics),
-        judge=judged.categories if judged else None, judge_model=judged.model if judged else None,
-    )  # fmt: skip
+        judge=judged.categories if judged else None,
+        judge_model=judged.model if judged else None,
+    )
 
 
 def _check_compatible(runs: list[RunSummary]) -> list[str]:
@@ -251,16 +241,15 @@ def _check_compatible(runs: list[RunSummary]) -> list[str]:
                     f"{r.name} was evaluated on {attr} {getattr(r, attr)!r}, {base.name} on "
                     f"{getattr(base, attr)!r}; only evaluations of the same task, preset and split compare"
                 )
-    out = []
-    for r in runs[1:]:
-        if r.data_hash != base.data_hash:
-            out.append(
-                f"data_hash differs: {base.name} {base.data_hash} vs {r.name} {r.data_hash}; paired on shared ids"
-            )
-    return out
+    return [
+        f"data_hash differs: {base.name} {base.data_hash} vs {r.name} {r.data_hash}; paired on shared ids"
+        for r in runs[1:]
+        if r.data_hash != base.data_hash
+    ]
 
 
 Rows = list[ProblemResult]
+Array = npt.NDArray[np.float64]
 
 
 def _shared(ea: EvalResult, eb: EvalResult, na: str, nb: str) -> tuple[Rows, Rows, list[str]]:
@@ -302,15 +291,10 @@ def paired_tests(
     seed: int = 0,
     n_resamples: int = 2000,
 ) -> list[PairedTest]:
-    """Paired tests of arm `b` against arm `a` on the same P problems, arrays of shape (P,) in one order.
-
-    - `pass@1`: per-problem sampled pass@1 p_i = c_i / n_i; diff = mean(p_b - p_a) with the paired
-      bootstrap CI (`paired_diff_ci`), p from the two-sided sign-flip permutation test;
-    - `greedy` (when given): per-problem greedy correctness g_i in {0, 1}; diff = mean(g_b - g_a)
-      with its bootstrap CI, p from McNemar's test, `detail` = {b01, b10}.
-
-    Both use `seed` and `n_resamples`. p-values are raw (`pvalue_adj` NaN): the caller chooses the
-    family and adjusts it with `stats.adjust_pvalues`. Token budgets are left NaN for the caller.
+    """Paired tests of arm `b` against arm `a` on the same P problems, arrays `(P,)` in one order:
+    `pass@1` (per-problem sampled pass@1: bootstrap CI of the mean difference, sign-flip p) and, when
+    given, `greedy` (0/1 correctness: bootstrap CI, McNemar p, `detail` = {b01, b10}). The p-values are
+    raw and the token budgets NaN: the caller adjusts the family and fills them.
 
     >>> p1, g = paired_tests(([0, 0, 0.5, 1], [1, 0.5, 0.5, 1]), ([0, 0, 0, 1], [1, 1, 1, 1]))
     >>> p1.diff, p1.pvalue  # d = [1, .5, 0, 0]: 2 of the 4 sign patterns of (1, .5) reach |S| = 1.5
@@ -319,22 +303,25 @@ def paired_tests(
     (0.75, 0.25, {'b01': 3, 'b10': 0})
     """
     na, nb = names
+
+    def paired(
+        metric: str, a: Array, b: Array, test: str, pvalue: float, detail: Discordant | None = None
+    ) -> PairedTest:
+        diff, low, high = paired_diff_ci(a, b, n_resamples=n_resamples, seed=seed)
+        means = float(a.mean()), float(b.mean())
+        return PairedTest(
+            na, nb, metric, len(a), *means, diff, (low, high), test, pvalue, detail=detail or Discordant()
+        )
+
     pa, pb = np.asarray(pass1[0], dtype=np.float64), np.asarray(pass1[1], dtype=np.float64)  # (P,)
-    diff, low, high = paired_diff_ci(pa, pb, n_resamples=n_resamples, seed=seed)
-    make = functools.partial(PairedTest, a=na, b=nb, n_problems=len(pa))
-    out = [
-        make(metric="pass@1", value_a=float(pa.mean()), value_b=float(pb.mean()), diff=diff, ci=(low, high),
-             test="sign-flip permutation", pvalue=sign_flip_pvalue(pb - pa, seed=seed))
-    ]  # fmt: skip
+    out = [paired("pass@1", pa, pb, "sign-flip permutation", sign_flip_pvalue(pb - pa, seed=seed))]
     if greedy is not None:
         ga, gb = np.asarray(greedy[0], dtype=bool), np.asarray(greedy[1], dtype=bool)  # (P,)
-        diff, low, high = paired_diff_ci(ga.astype(float), gb.astype(float), n_resamples=n_resamples, seed=seed)
         m = mcnemar(ga.tolist(), gb.tolist())
+        test = "McNemar" + (" exact" if m.exact else " chi2")
         out.append(
-            make(metric="greedy", value_a=float(ga.mean()), value_b=float(gb.mean()), diff=diff, ci=(low, high),
-                 test="McNemar" + (" exact" if m.exact else " chi2"), pvalue=m.pvalue,
-                 detail=Discordant(b01=m.b01, b10=m.b10))
-        )  # fmt: skip
+            paired("greedy", ga.astype(float), gb.astype(float), test, m.pvalue, Discordant(b01=m.b01, b10=m.b10))
+        )
     return out
 
 
@@ -367,13 +354,8 @@ def _headline_tests(
 def _budget_matches(
     names: tuple[str, str], e: tuple[EvalResult, EvalResult], rows: tuple[Rows, Rows], tol: float, seed: int, nres: int
 ) -> list[BudgetMatch]:
-    """For each reported pass@k of either run, the other run's pass@k' with the closest budget.
-
-    Tokens per problem of pass@k = k * mean tokens per sample over the shared problems. k' ranges
-    over 1..n of the other run (per-problem unbiased pass@k' is exact for any k' <= n); closest
-    means the smallest |log(tokens' / tokens)|, ties to the smaller k'. A pair found from both
-    sides is listed once; rows are ordered by A's k, then B's.
-    """
+    """For each reported pass@k of either run, the other run's pass@k' with the closest budget (docs/
+    evaluation.md, "Budgets"); a pair found from both sides is listed once, ordered by A's k, then B's."""
     (na, nb), (ea, eb), (ra, rb) = names, e, rows
     n_a, n_b = min(r.n for r in ra), min(r.n for r in rb)
     ta, tb = _mean_tokens(ra), _mean_tokens(rb)
@@ -390,11 +372,20 @@ def _budget_matches(
         ratio = budget_ratio(ka * ta, kb * tb)
         out.append(
             BudgetMatch(
-                a=na, b=nb, metric_a=f"pass@{ka}", metric_b=f"pass@{kb}", tokens_a=ka * ta, tokens_b=kb * tb,
-                value_a=float(va.mean()), value_b=float(vb.mean()), ratio=ratio, matched=ratio <= 1 + tol,
-                diff=diff, ci=(low, high),
+                a=na,
+                b=nb,
+                metric_a=f"pass@{ka}",
+                metric_b=f"pass@{kb}",
+                tokens_a=ka * ta,
+                tokens_b=kb * tb,
+                value_a=float(va.mean()),
+                value_b=float(vb.mean()),
+                ratio=ratio,
+                matched=ratio <= 1 + tol,
+                diff=diff,
+                ci=(low, high),
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -457,8 +448,9 @@ def write_comparison(c: Comparison, out_dir: Path) -> Path:
     return write_json(out_dir / "compare.json", c.to_json())
 
 
-def _ci(ci: tuple[float, float]) -> str:
-    return f"{ci[0]:+.3f}..{ci[1]:+.3f}"
+def _diff_cells(a: float, b: float, diff: float, ci: tuple[float, float]) -> tuple[str, ...]:
+    """The A, B, B-A and 95% CI cells of a paired row."""
+    return f"{a:.3f}", f"{b:.3f}", f"{diff:+.3f}", f"{ci[0]:+.3f}..{ci[1]:+.3f}"
 
 
 def _budget(matched: bool, ratio: float) -> str:
@@ -487,23 +479,32 @@ def comparison_tables(c: Comparison) -> list[Any]:
         )
         for t in tests:
             pt.add_row(
-                t.metric, f"{t.value_a:.3f}", f"{t.value_b:.3f}", f"{t.diff:+.3f}", _ci(t.ci), f"{t.pvalue:.3g}",
-                f"{t.pvalue_adj:.3g}", _budget(t.budget_matched, t.budget_ratio),
-            )  # fmt: skip
+                t.metric,
+                *_diff_cells(t.value_a, t.value_b, t.diff, t.ci),
+                f"{t.pvalue:.3g}",
+                f"{t.pvalue_adj:.3g}",
+                _budget(t.budget_matched, t.budget_ratio),
+            )
         bt = table(
             f"B = {b} vs A = {a}: pass@k at the closest token budgets",
             ("A", "tok", "B", "tok", "A", "B", "B-A", "95% CI", "budget"),
         )
         for m in (m for m in c.budget_matches if (m.a, m.b) == (a, b)):
             bt.add_row(
-                m.metric_a, f"{m.tokens_a:.1f}", m.metric_b, f"{m.tokens_b:.1f}", f"{m.value_a:.3f}",
-                f"{m.value_b:.3f}", f"{m.diff:+.3f}", _ci(m.ci), _budget(m.matched, m.ratio),
-            )  # fmt: skip
+                m.metric_a,
+                f"{m.tokens_a:.1f}",
+                m.metric_b,
+                f"{m.tokens_b:.1f}",
+                *_diff_cells(m.value_a, m.value_b, m.diff, m.ci),
+                _budget(m.matched, m.ratio),
+            )
         out += [pt, bt]
     judged = [r for r in c.runs if r.judge is not None]
     if judged:
-        jt = table("Error categories of wrong completions (LLM judge, `rlvr judge`)",
-                   ("category", *(f"{r.name} ({r.judge_model})" for r in judged)))  # fmt: skip
+        jt = table(
+            "Error categories of wrong completions (LLM judge, `rlvr judge`)",
+            ("category", *(f"{r.name} ({r.judge_model})" for r in judged)),
+        )
         for cat in dict.fromkeys(k for r in judged for k in r.judge or {}):
             jt.add_row(cat, *(str((r.judge or {}).get(cat, 0)) for r in judged))
         out.append(jt)

@@ -1,11 +1,6 @@
-"""Reasoning-fidelity metrics: is the chain of thought sound, not only the final answer?
-
-Per completion, from its parsed steps (`rlvr.verify.parse_steps`) against the gold steps:
-- trace valid: it has at least one step, every step's arithmetic is exact, and the final answer
-  equals the last step's result (no contradiction between the work and the answer);
-- chain-length deviation: |generated steps - gold steps|;
-- process-step ratio: the share of generated steps whose value matches a gold step (0 when none).
-Reported overall and stratified by gold step count (the difficulty axis), beside CoT pass@1.
+"""Reasoning fidelity: is the chain of thought sound, not only the final answer? Per completion, its
+parsed steps against the gold steps (trace validity, chain-length deviation, process-step ratio), overall
+and by gold step count, beside CoT pass@1; docs/evaluation.md ("Fidelity") defines each.
 """
 
 from __future__ import annotations
@@ -40,8 +35,7 @@ def trace_fidelity(text: str, parsed: str | None, gold_steps) -> tuple[bool, int
 
 
 def fidelity_metrics(problems: list[Problem], scored) -> Fidelity:
-    """Fidelity over all samples, overall and by gold step count (eval.json's `fidelity`); `scored` is a
-    runner.Scored."""
+    """eval.json's `fidelity` over all samples, overall and by gold step count; `scored` is a runner.Scored."""
     rows = []
     for i, p in enumerate(problems):
         for j, text in enumerate(scored.texts[i]):

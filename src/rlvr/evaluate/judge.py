@@ -1,21 +1,8 @@
-"""Optional LLM judge: sort wrong completions into error categories.
+"""Optional LLM judge (`rlvr judge`): sort wrong completions into error categories (`CATEGORIES`).
 
-Any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp, Ollama, ...) through the
-`openai` package, installed with `pip install 'rlvr[judge]'` and imported only when a judge runs.
-Settings come from a `JudgeConfig` and, for fields left unset, the environment:
-`RLVR_JUDGE_BASE_URL`, `RLVR_JUDGE_MODEL`, `RLVR_JUDGE_API_KEY` (else `OPENAI_API_KEY`).
-
-The judge must answer with one JSON object `{"category": ..., "explanation": ...}`; the category is
-one of `CATEGORIES`. Anything else (no JSON, a JSON list, an unknown category) becomes category
-"other" with `parse_error` set and the raw text kept. Responses are cached on disk (JSONL keyed by
-sha256 of model, prompt version, messages and sampling settings), so a rerun makes no requests.
-
-Errors: connection failures, timeouts, 429 and 5xx are retried `max_retries` times with
-exponential backoff; if still failing, the sample gets category "other" with `error` recorded
-(not cached, so a rerun retries it), and after `max_consecutive_errors` such failures in a row the
-run stops with `JudgeError`. Other 4xx answers (bad key, unknown model) raise `JudgeError` at once.
-
-    judge_samples(Path("runs/eval"), JudgeConfig(model="gpt-4o-mini"), n=50)  # judge.jsonl, judge.json
+Any OpenAI-compatible chat-completions endpoint through the `openai` package (`pip install 'rlvr[judge]'`,
+imported only when a judge runs). `judge_samples` is the entry point; docs/evaluation.md ("LLM judge")
+has the settings, the strict reply parsing, the cache, the retries and the output files.
 """
 
 from __future__ import annotations
@@ -26,7 +13,7 @@ import os
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -184,9 +171,6 @@ class JudgeCache:
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"key": key, "response": response}, ensure_ascii=False) + "\n")
 
-    def __len__(self) -> int:
-        return len(self._data)
-
 
 class Judge:
     """A chat-completions client with bounded retries and a disk cache; `n_requests` counts HTTP calls."""
@@ -196,15 +180,6 @@ class Judge:
         self.cache = cache
         self.n_requests = 0
         self._client: Any = None
-
-    def _make_client(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise JudgeError("the LLM judge needs the openai package: pip install 'rlvr[judge]'") from None
-        return openai.OpenAI(
-            base_url=self.cfg.base_url, api_key=self.cfg.api_key, timeout=self.cfg.timeout_s, max_retries=0
-        )
 
     def judge(self, messages: list[dict[str, str]]) -> tuple[Judgement, bool]:
         """(verdict, came from cache). Failed calls give category "other" with `error` set."""
@@ -223,10 +198,15 @@ class Judge:
 
     def _request(self, messages: list[dict[str, str]]) -> str:
         """One completion's text; retries transient failures, raises JudgeError on the others."""
+        try:
+            import openai
+        except ImportError:
+            raise JudgeError("the LLM judge needs the openai package: pip install 'rlvr[judge]'") from None
         if self._client is None:
-            self._client = self._make_client()
-        import openai
-
+            cfg = self.cfg
+            self._client = openai.OpenAI(
+                base_url=cfg.base_url, api_key=cfg.api_key, timeout=cfg.timeout_s, max_retries=0
+            )
         last: Exception | None = None
         for attempt in range(self.cfg.max_retries + 1):
             if attempt:
@@ -284,13 +264,8 @@ def judge_samples(
     only_incorrect: bool = True,
     seed: int = 0,
 ) -> Path:
-    """Judge up to `n` completions of an evaluation; write `judge.jsonl` and `judge.json`, return the latter.
-
-    Picks a seeded random subset of `samples.jsonl` (only wrong ones by default). `judge.jsonl` has
-    one row per judged completion (problem_id, sample, correct, parsed, gold, category, explanation,
-    raw, parse_error, error, cached); `judge.json` the category histogram (`categories`, counts;
-    `fractions`, of judged rows) and request, cache and failure counts. The API key is never written.
-    """
+    """Judge a seeded random subset of up to `n` completions of an evaluation (only wrong ones by default);
+    write `judge.jsonl` and `judge.json` (never the API key), return the latter."""
     eval_dir = Path(eval_dir)
     rows = _select(_read_samples(eval_dir), n, only_incorrect, seed)
     resolved = resolve_config(cfg)
@@ -309,11 +284,7 @@ def judge_samples(
                 correct=row.correct,
                 parsed=row.parsed,
                 gold=row.gold,
-                category=verdict.category,
-                explanation=verdict.explanation,
-                raw=verdict.raw,
-                parse_error=verdict.parse_error,
-                error=verdict.error,
+                **asdict(verdict),  # category, explanation, raw, parse_error, error
                 cached=cached,
             )
         )

@@ -1,15 +1,14 @@
 """Sampling metrics for evaluation: unbiased pass@k, majority vote, exact maj@k, and a budget summary.
 
-Pure functions of per-sample correctness flags and canonical answer strings (numpy + scipy, no
-torch, no global RNG). Shapes: `P` problems, `n` samples per problem. `summarize` puts every
-metric next to the tokens it costs (`tokens@k`), so results sit on a token-budget axis.
-
-Run the examples: `pytest --doctest-modules src/rlvr/evaluate/metrics.py`.
+Pure functions of per-sample correctness flags and canonical answer strings (numpy + scipy, no torch,
+no global RNG). Shapes: `P` problems, `n` samples per problem. `summarize` puts every metric next to
+the tokens it costs (`tokens@k`). docs/evaluation.md ("Metrics") explains each.
 """
 
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,20 +84,15 @@ def pass_at_k_array(n: npt.ArrayLike, c: npt.ArrayLike, k: int) -> FloatArray:
 
 
 def majority_vote(answers: Sequence[str | None]) -> str | None:
-    """Most frequent non-None answer; None (unparsed) never wins, and all-None gives None.
-
-    Tie rule: among answers tied for the top count, the one that appears first in `answers` wins,
-    so the vote is deterministic and does not depend on hashing.
+    """Most frequent non-None answer (None never wins; all-None gives None); among answers tied for the
+    top count the first to appear wins, so the vote does not depend on hashing.
 
     >>> majority_vote(["7", None, "5", "5", "7", None, None])  # "7" and "5" tie; "7" came first
     '7'
     >>> majority_vote([None, None]) is None
     True
     """
-    counts: dict[str, int] = {}  # insertion order = first-occurrence order
-    for a in answers:
-        if a is not None:
-            counts[a] = counts.get(a, 0) + 1
+    counts = Counter(a for a in answers if a is not None)  # insertion order = first-occurrence order
     if not counts:
         return None
     return max(counts, key=counts.__getitem__)  # max keeps the first of equal keys
@@ -107,11 +101,9 @@ def majority_vote(answers: Sequence[str | None]) -> str | None:
 def maj_at_k(answers: Sequence[str | None], gold: str, k: int, *, seed: int = 0) -> float:
     """Expected maj@k: P(majority vote of a uniformly random k-subset of the samples == gold).
 
-    `answers` are canonical strings (already normalised by the verifier) compared with `==`;
-    None samples count toward k but never win. Subset tie rule: tied answers are ranked by their
-    first occurrence in the full `answers` list (a fixed priority), so maj@n equals
-    `majority_vote(answers) == gold`. Computed exactly (see `maj_at_ks`); `seed` only feeds the
-    Monte-Carlo fallback for very large n.
+    `answers` are canonical strings compared with `==`; None samples count toward k but never win;
+    tied answers rank by first occurrence in `answers` (so maj@n is `majority_vote(answers) == gold`).
+    Exact (`maj_at_ks`); `seed` only feeds the Monte-Carlo fallback for very large n.
 
     >>> round(maj_at_k(["4", "4", "5", None], "4", 2), 4)  # 5 of the 6 pairs vote "4"
     0.8333
@@ -220,13 +212,8 @@ def _priority_counts(answers: Sequence[str | None], gold: str) -> tuple[int, tup
 
     Only these multisets matter for gold's win probability, so they double as a cache key.
     """
-    counts: dict[str, int] = {}
-    n_none = 0
-    for a in answers:
-        if a is None:
-            n_none += 1
-        else:
-            counts[a] = counts.get(a, 0) + 1
+    counts = Counter(a for a in answers if a is not None)  # in first-occurrence order
+    n_none = sum(a is None for a in answers)
     order = list(counts)
     if gold not in counts:
         return 0, (), tuple(sorted(counts.values())), n_none

@@ -1,11 +1,6 @@
-"""PNG plots of evaluations: pass@k against k, and accuracy against the token budget.
-
-Reads `eval.json` metrics (`{"pass@k" | "maj@k" | "greedy": {value, ci, k, tokens_per_problem}}`)
-and draws with matplotlib's Agg canvas directly (no pyplot, no display, no global state). Output
-is deterministic: fixed size and dpi, no timestamp or software tag in the PNG metadata.
-
-    write_eval_plots(Path("runs/eval"))             # pass_at_k.png, accuracy_vs_tokens.png there
-    write_compare_plots([base, grpo], Path("runs/compare"))
+"""PNG plots of evaluations (`write_eval_plots`, `write_compare_plots`): pass@k against k, and accuracy
+against the token budget. Drawn from eval.json's metrics with matplotlib's Agg canvas directly (no pyplot,
+no display, no global state); deterministic: fixed size and dpi, no timestamp or software tag.
 """
 
 from __future__ import annotations
@@ -93,11 +88,8 @@ def _colors(n: int) -> list[str]:
 
 
 def plot_pass_at_k(runs: Sequence[tuple[str, EvalResult]], path: Path, title: str | None = None) -> Path:
-    """pass@k (solid) and maj@k (dashed) against k on a log2 axis, with 95% CI bars, one colour a run.
-
-    `runs` holds `(label, eval.json record)` pairs. Greedy accuracy, when present, is a star just left
-    of k=1; runs are nudged sideways a little so their CI bars stay apart.
-    """
+    """pass@k (solid) and maj@k (dashed) against k on a log2 axis, with 95% CI bars, one colour for each
+    `(label, eval.json record)` of `runs`; greedy accuracy is a star just left of k=1."""
     fig, ax = _new_figure()
     ks: set[int] = set()
     for i, ((label, e), color) in enumerate(zip(runs, _colors(len(runs)), strict=True)):
@@ -123,11 +115,8 @@ def plot_pass_at_k(runs: Sequence[tuple[str, EvalResult]], path: Path, title: st
 
 
 def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, title: str | None = None) -> Path:
-    """Accuracy against tokens per problem (log2 axis): pass@k circles, maj@k squares, greedy stars.
-
-    Tokens per problem of pass@k and maj@k = k * mean tokens per sample, so runs with long and short
-    completions line up by what they cost; points are labelled with k.
-    """
+    """Accuracy against tokens per problem (log2 axis), so runs line up by what they cost: pass@k circles,
+    maj@k squares, greedy stars, labelled with k."""
     fig, ax = _new_figure()
     for (label, e), color in zip(runs, _colors(len(runs)), strict=True):
         metrics = e.metrics

@@ -2,8 +2,6 @@
 
 Pure functions over per-problem numbers (numpy + scipy). Randomness only ever comes from a local
 `np.random.default_rng(seed)`; the global numpy RNG is never read or reseeded.
-
-Run the examples: `pytest --doctest-modules src/rlvr/evaluate/stats.py`.
 """
 
 from __future__ import annotations
@@ -51,16 +49,12 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Bootstrap confidence interval `(low, high)` for `statistic` of 1-D `values`, shape `(N,)`.
 
-    Resamples N values with replacement `n_resamples` times and takes the (1-confidence)/2 and
-    (1+confidence)/2 percentiles of the statistic (`method="percentile"`), or the bias-corrected
-    and accelerated interval (`"BCa"`). Uses `scipy.stats.bootstrap` with
-    `np.random.default_rng(seed)`, vectorised over resamples (statistic called with `axis=-1`
-    when it accepts `axis`) in batches of at most ~4M resampled values.
-
-    With `paired_with` (same length), items are resampled jointly and the interval is for
-    `statistic(paired_with) - statistic(values)`; for the mean that is the mean paired difference.
-    Degenerate cases (fewer than two items, or a constant bootstrap distribution) return
-    `(s, s)` for the point estimate s; a BCa interval scipy cannot form falls back to percentile.
+    The percentile (or `"BCa"`) interval of `n_resamples` resamples with replacement, through
+    `scipy.stats.bootstrap` with `np.random.default_rng(seed)`, vectorised when `statistic` accepts
+    `axis`, in batches of at most ~4M resampled values. With `paired_with` (same length) items are
+    resampled jointly and the interval is for `statistic(paired_with) - statistic(values)`. Fewer than
+    two items or a constant bootstrap distribution give `(s, s)` for the point estimate s; a BCa
+    interval scipy cannot form falls back to percentile.
 
     >>> low, high = bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], seed=0)
     >>> bool(low < 0.7 < high), (low, high) == bootstrap_ci([0, 1, 1, 0, 1, 1, 1, 0, 1, 1], seed=0)

@@ -1,20 +1,10 @@
 """Rollout/trainer mismatch correction: importance weights for completions sampled by another engine.
 
-When vLLM samples the rollouts, its log-probs of the sampled tokens (`rollout_logp`) differ from the
-trainer's log-probs of the same tokens under the same weights (`old_logp`): other kernels, other
-precision, other batching. The policy gradient is then off-policy by `exp(old_logp - rollout_logp)`.
-Truncated importance sampling (TIS; Yao et al. 2025, "Your efficient RL framework secretly brings you
-off-policy RL training", as in verl's `rollout_is` and TRL's `vllm_importance_sampling_correction`)
-multiplies each token's policy-gradient loss by that ratio, truncated at `cap`; the masking variants
-(MIS) drop tokens or whole sequences whose ratio leaves `[1/cap, cap]` instead. All are pure tensor
-functions on `(B, T)` tensors, chosen once with `resolve_correction`; the weights carry no gradient.
-
-| name | weight per token | |
-|---|---|---|
-| `token` | `min(exp(old - roll), cap)` | TIS, token level |
-| `sequence` | `min(exp(sum_t (old - roll)), cap)`, one weight for all tokens of a sequence | TIS, sequence |
-| `token_mask` | 1 where `exp(old - roll)` is in `[1/cap, cap]`, else 0 | MIS, token level |
-| `sequence_mask` | 1 where the geometric-mean ratio `exp(mean_t (old - roll))` is in `[1/cap, cap]` | MIS, sequence |
+vLLM's log-probs of the sampled tokens (`rollout_logp`) differ from the trainer's (`old_logp`) under the
+same weights, so the update is off-policy by `exp(old_logp - rollout_logp)`. Truncated importance
+sampling (TIS; Yao et al. 2025) weights each token's loss by that ratio capped at `cap`; the masking
+variants (MIS) drop tokens or sequences whose ratio leaves `[1/cap, cap]`. Pure functions of `(B, T)`
+tensors, chosen once with `resolve_correction`; the weights carry no gradient. docs/papers.md has the table.
 """
 
 from __future__ import annotations
@@ -66,7 +56,7 @@ def token_mask(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, cap: float)
 
 
 def sequence_mask(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, cap: float) -> Tensor:
-    """1 for every token of a sequence whose geometric-mean ratio is in `[1/cap, cap]`, else 0.
+    """1 for every token of a sequence whose geometric-mean ratio is in `[1/cap, cap]`, else 0. (B, T) x3 -> (B, T)
 
     >>> sequence_mask(torch.tensor([[0.0, 0.0], [0.0, 0.0]]), torch.tensor([[-1.0, 0.9], [-2.0, -2.0]]),
     ...               torch.ones(2, 2), 2.0)

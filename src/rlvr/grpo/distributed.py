@@ -1,22 +1,6 @@
-"""Data-parallel GRPO over torch.distributed: `torchrun --nproc-per-node N -m rlvr train ...` (or
-`accelerate launch -m rlvr train ...`; both set RANK, WORLD_SIZE, LOCAL_RANK and the rendezvous).
-
-How a step is split so that N ranks train exactly like one process with the same global batch:
-
-- Every rank draws the same problems (same seed, same cursor) and samples only its contiguous block
-  of each round's groups, with the uniforms of those rows in the one-process call
-  (`sample(row_offset=..., total_rows=...)`), so its completions are the ones a single process
-  would draw for them.
-- The scored groups are gathered (`all_gather_object`: token ids, texts, rewards), so every rank
-  holds the whole rollout: dynamic sampling's keep/refill decisions, advantages (group, batch or
-  none) and the loss normalisers (global token and sequence counts) are the one-process ones.
-- Each rank runs the update on its block of the kept groups; the gradients are summed with one
-  `all_reduce` per optimiser step (each rank's loss is already its share of the global loss), so
-  every rank takes the same AdamW step and the replicas stay identical without DDP's hooks.
-- Rank 0 alone writes the run folder, metrics, samples, checkpoints and the final model; the others
-  wait at a barrier. A resume loads the same checkpoint on every rank.
-
-gloo on CPU (what the tests use), nccl on CUDA (`device: cuda` puts rank r on `cuda:LOCAL_RANK`).
+"""Data-parallel GRPO over torch.distributed (`torchrun --nproc-per-node N -m rlvr train ...` or
+`accelerate launch -m rlvr train ...`): N ranks train exactly like one process with the same global
+batch; docs/scaling.md says how a step is split. gloo on CPU, nccl on CUDA (rank r on `cuda:LOCAL_RANK`).
 """
 
 from __future__ import annotations
@@ -44,14 +28,13 @@ class Dist:
     def main(self) -> bool:
         return self.rank == 0
 
-    def block(self, n: int, rank: int | None = None) -> range:
-        """The contiguous share of n items that `rank` (default: this one) handles.
+    def block(self, n: int) -> range:
+        """The contiguous share of n items that this rank handles.
 
         >>> [list(Dist(r, 2).block(5)) for r in range(2)]
         [[0, 1], [2, 3, 4]]
         """
-        r = self.rank if rank is None else rank
-        return range(r * n // self.world, (r + 1) * n // self.world)
+        return range(self.rank * n // self.world, (self.rank + 1) * n // self.world)
 
     def gather(self, obj: Any) -> list[Any]:
         """Every rank's `obj`, in rank order (picklable objects; `[obj]` in one process)."""

@@ -1,8 +1,5 @@
-"""Training health: the entropy blow-up that ends a run, caught while it starts (`EntropyWatch`).
-
-A SmolLM2 LoRA run at lr 2e-4 (docs/real-models.md) learned for 75 steps, then its token entropy rose
-from 0.6 to 6 nats in 40 steps while completions ran to the token limit and accuracy fell to 0: the
-policy drifted towards uniform noise with small gradient norms, so nothing else in the log flagged it.
+"""Training health: the entropy blow-up that ends a run, caught while it starts (`EntropyWatch`;
+docs/train.md, and the SmolLM2 run in docs/real-models.md that drifted with small gradient norms).
 """
 
 from __future__ import annotations

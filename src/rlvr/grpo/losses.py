@@ -1,23 +1,11 @@
 """From per-token log-probs to one scalar loss: policy-gradient surrogates, token selection, aggregation.
 
-The loss half of the objective, as pure tensor functions that import only torch (the advantage
-half, KL and the logits helpers are in `rlvr.grpo.objective`, which re-exports everything here).
-Every policy loss is a pure function
-`f(logp, old_logp, advantages, mask, *, <its knobs>, aggregation, ...) -> (loss, stats)` declared once
-in `POLICY_LOSSES` (`PolicyLoss`: the objective knobs it reads and its statistics with how each merges),
-and is chosen once at setup (`resolve_policy_loss`), as the aggregation is from `AGGREGATIONS`
-(`resolve_aggregation`); the training loop never branches on a string.
-
-Shapes: `B` sequences in a (micro-)batch, `T` completion positions. `logp`, `old_logp`, `mask`,
-`is_weights`, `entropy` are `(B, T)`; `advantages` `(B,)`. `mask` is 1/True on completion tokens
-that count, 0 on prompt and padding (padded positions should hold finite values).
-
-Papers: DeepSeekMath GRPO (Shao et al. 2024, arXiv:2402.03300) is "vanilla GRPO"; DAPO (Yu et al.
-2025, arXiv:2503.14476); Dr. GRPO (Liu et al. 2025, arXiv:2503.20783); GSPO (Zheng et al. 2025,
-"Group Sequence Policy Optimization", arXiv:2507.18071); CISPO (MiniMax-M1, 2025,
-arXiv:2506.13585); two-sided clipping (INTELLECT-2, Prime Intellect 2025, arXiv:2505.07291; the
-dual clip of Ye et al. 2020, arXiv:1912.09729); high-entropy token selection (Wang et al. 2025,
-"Beyond the 80/20 Rule", arXiv:2506.01939). docs/objectives.md explains each with its config keys.
+The loss half of the objective (`rlvr.grpo.objective` re-exports it), pure tensor functions that import
+only torch. Each policy loss is declared once in `POLICY_LOSSES` and each aggregation in `AGGREGATIONS`,
+both chosen once at setup (`resolve_policy_loss`, `resolve_aggregation`). Shapes: `B` sequences, `T`
+completion positions; `logp`, `old_logp`, `mask`, `is_weights`, `entropy` `(B, T)`, `advantages` `(B,)`;
+`mask` is 1 on completion tokens that count, 0 on prompt and padding (which should hold finite values).
+docs/objectives.md explains each variant with its config keys.
 """
 
 from __future__ import annotations
@@ -73,10 +61,8 @@ def _n_seqs(mask: Tensor) -> Tensor:
 
 
 def global_counts(mask: Tensor) -> tuple[Tensor, Tensor]:
-    """`(n_tokens, n_seqs)` of a full batch's `(B, T)` mask, to pass to every micro-batch's loss.
-
-    A sequence counts when it has at least one mask token (a fully masked one, e.g. a truncated
-    completion under `mask_truncated`, adds nothing to any sequence mean).
+    """`(n_tokens, n_seqs)` of a full batch's `(B, T)` mask, to pass to every micro-batch's loss; a
+    sequence counts when it has a mask token (a fully masked one adds nothing to any sequence mean).
 
     >>> global_counts(torch.tensor([[1, 1, 0], [1, 0, 0], [0, 0, 0]]))
     (tensor(3), tensor(2))
@@ -92,14 +78,10 @@ def token_mean(
     n_tokens_global: Count | None = None,
     n_seqs_global: Count | None = None,
 ) -> Tensor:
-    """DAPO token-level loss (Yu et al. 2025, arXiv:2503.14476, Eq. 12): `sum_{i,t} v_it / N`.
-
-    `values`, `mask`: `(B, T)`; returns a scalar. `N` = `n_tokens_global` when given (the mask
-    sum of the whole batch across gradient-accumulation micro-batches, and across data-parallel
-    ranks if gradients are summed), else the local mask sum. Summing micro-batch losses computed
-    with the global `N` gives the full-batch loss exactly.
-    Change from vanilla GRPO: every token weighs the same, so long sequences are not down-weighted
-    per token (GRPO's length bias). `max_len` and `n_seqs_global` are ignored.
+    """DAPO token-level loss (Yu et al. 2025, arXiv:2503.14476, Eq. 12): `sum_{i,t} v_it / N`, `(B, T)`
+    -> scalar. `N` = `n_tokens_global` (the whole batch's mask sum over micro-batches and ranks, so
+    the micro-batch losses sum to the full-batch loss) or the local mask sum. Change from vanilla
+    GRPO: every token weighs the same (no length bias). `max_len`, `n_seqs_global` ignored.
     """
     n = mask.bool().sum().clamp(min=1) if n_tokens_global is None else n_tokens_global
     return _masked(values, mask).sum() / n
@@ -113,12 +95,9 @@ def seq_mean_token_mean(
     n_tokens_global: Count | None = None,
     n_seqs_global: Count | None = None,
 ) -> Tensor:
-    """Vanilla GRPO (DeepSeekMath Eq. 3): `(1/S) sum_i (1/|o_i|) sum_t v_it`.
-
-    `values`, `mask`: `(B, T)`; returns a scalar. `|o_i|` is the mask sum of row i; `S` is
-    `n_seqs_global` when given (non-empty sequences of the whole batch, see `global_counts`),
-    else the local number of non-empty rows. Rows with no mask token contribute 0.
-    """
+    """Vanilla GRPO (DeepSeekMath Eq. 3): `(1/S) sum_i (1/|o_i|) sum_t v_it`, `(B, T)` -> scalar.
+    `|o_i|` is row i's mask sum; `S` is `n_seqs_global` (`global_counts`) or the local number of
+    non-empty rows. Rows with no mask token contribute 0."""
     m = mask.bool()
     per_seq = _masked(values, m).sum(-1) / m.sum(-1).clamp(min=1)  # (B,)
     n = _n_seqs(m).clamp(min=1) if n_seqs_global is None else n_seqs_global
@@ -133,13 +112,9 @@ def seq_mean_token_sum_norm(
     n_tokens_global: Count | None = None,
     n_seqs_global: Count | None = None,
 ) -> Tensor:
-    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `(1/S) sum_i (1/L) sum_t v_it`, `L = max_len`.
-
-    `values`, `mask`: `(B, T)`; returns a scalar. `L` is a constant (the generation budget,
-    required), so a sequence's weight does not depend on its own length. `S` as in
-    `seq_mean_token_mean`. Change from vanilla GRPO: `1/|o_i|` becomes the constant `1/L`, which
-    removes the response-length bias (long wrong answers no longer get a smaller per-token
-    penalty).
+    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `(1/S) sum_i (1/L) sum_t v_it`, `(B, T)` -> scalar,
+    `L = max_len` (the generation budget, required), `S` as in `seq_mean_token_mean`. Change from
+    vanilla GRPO: the constant `1/L` for `1/|o_i|` removes the response-length bias.
     """
     if max_len is None or max_len <= 0:
         raise ValueError("seq_mean_token_sum_norm needs max_len > 0 (the generation budget)")
@@ -185,8 +160,6 @@ def aggregate(
 ) -> Tensor:
     """Reduce per-token `values` `(B, T)` under `mask` `(B, T)` to a scalar, as the named variant.
 
-    The policy loss and the KL term go through the same function, so both are reduced alike.
-
     >>> v, m = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[1, 1, 0], [1, 1, 1]])
     >>> [round(aggregate(v, m, a, max_len=3).item(), 4) for a in AGGREGATIONS]
     [3.6, 3.25, 3.0]
@@ -229,26 +202,17 @@ def policy_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """`"clip"`: the PPO/GRPO clipped surrogate, token level, decoupled clip range; `(loss, stats)`.
 
-    `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`: `(B,)`. Per token:
-    `rho = exp(logp - old_logp)`, `l = -min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`,
-    then `aggregation` (a name or a function from `resolve_aggregation`) reduces `l` to a scalar.
-    Vanilla GRPO (DeepSeekMath) has `eps_low = eps_high`; DAPO's clip-higher raises `eps_high`
-    (0.28) so low-probability tokens can grow. No KL here: add `beta * aggregate(kl_penalty(...))`.
-    `is_weights` `(B, T)`, when given, multiply each token's loss (the rollout-mismatch correction
-    of `rlvr.grpo.correction`, or a 0/1 token selection; no gradient flows through them).
+    Per token `rho = exp(logp - old_logp)`, `l = -min(rho * A, clip(rho, 1 - eps_low, 1 + eps_high) * A)`,
+    reduced by `aggregation` (a name or a function). Vanilla GRPO has `eps_low = eps_high`; DAPO's
+    clip-higher raises `eps_high` (0.28). No KL here. `is_weights` `(B, T)` multiply each token's loss
+    (the rollout correction of `rlvr.grpo.correction`, or a 0/1 token selection; no gradient).
+    `delta` (None = off): two-sided clipping (INTELLECT-2, arXiv:2505.07291, Sec. 4.1; dual clip,
+    arXiv:1912.09729): the unclipped branch uses `min(rho, delta)`, bounding the loss of a token with
+    `A < 0` whose ratio ran away; needs `delta > 1 + eps_high`.
 
-    `delta` (None = off): two-sided clipping (INTELLECT-2, arXiv:2505.07291, Sec. 4.1; the dual
-    clip of Ye et al. 2020, arXiv:1912.09729; TRL's `delta`): the unclipped branch uses
-    `min(rho, delta)`, which bounds the loss of a token with `A < 0` whose ratio has run away
-    (plain GRPO's loss grows without limit in `rho` there). Needs `delta > 1 + eps_high`; tokens
-    with `A > 0` are unaffected. Change from vanilla GRPO: none when `delta` is None.
-
-    `stats` (detached, over the local mask tokens): `clip_frac_low`, the fraction where
-    `rho < 1 - eps_low` and `A < 0`; `clip_frac_high`, where `rho > 1 + eps_high` and `A > 0`;
-    `clip_frac_delta` (only when `delta` is set), where `rho > delta` and `A < 0`; `clip_frac`,
-    any of them. These are exactly the tokens where a clipped branch wins and the gradient is zero
-    (TRL's `clip_ratio/low_mean`, `high_mean`; verl's `pg_clipfrac`). `ratio_mean`, `ratio_min`,
-    `ratio_max` of `rho` (min/max are +inf/-inf on an empty mask).
+    `stats` (detached, over the mask tokens): `clip_frac_low` (`rho < 1 - eps_low`, `A < 0`),
+    `clip_frac_high` (`rho > 1 + eps_high`, `A > 0`), `clip_frac_delta` (`rho > delta`, `A < 0`; only
+    with `delta`), `clip_frac` (any: the tokens with zero gradient); `ratio_mean|min|max` of `rho`.
     """
     agg = _agg_fn(aggregation)
     ratio = torch.exp(logp - old_logp)  # (B, T)
@@ -315,27 +279,17 @@ def gspo_loss(
     is_weights: Tensor | None = None,
     delta: float | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """`"gspo"`: GSPO (Zheng et al. 2025, Qwen team, arXiv:2507.18071, Eq. 5-7); `(loss, stats)`.
+    """`"gspo"`: GSPO (Zheng et al. 2025, arXiv:2507.18071, Eq. 5-7); `(loss, stats)`.
 
-    Sequence-level importance ratio `s_i = exp((1/|o_i|) sum_t (logp_it - old_logp_it))` (the
-    geometric mean of the token ratios), clipped per sequence:
-    `l_i = -min(s_i * A_i, clip(s_i, 1 - eps_low, 1 + eps_high) * A_i)`. `l_i` is put on every
-    mask token of row i and reduced by `aggregation`; with `seq_mean_token_mean` (the paper's
-    `1/G sum_i`) the loss is `mean_i l_i`. `logp`, `old_logp`, `mask`: `(B, T)`; `advantages`
-    `(B,)`; `is_weights` `(B, T)` multiply the per-token loss (no gradient); `delta` bounds
-    `s_i` in the unclipped branch as in `policy_loss` (sequence level, as TRL does).
+    Sequence ratio `s_i = exp((1/|o_i|) sum_t (logp_it - old_logp_it))`, clipped per sequence:
+    `l_i = -min(s_i * A_i, clip(s_i, 1 - eps_low, 1 + eps_high) * A_i)` on every mask token of row i,
+    then `aggregation` (`seq_mean_token_mean` gives the paper's `1/G sum_i`). `is_weights` and
+    `delta` (on `s_i`) as in `policy_loss`. Change from vanilla GRPO: one ratio and one clip decision
+    per sequence, so a clipped sequence sends no gradient through any token; the range is tiny
+    (3e-4 / 4e-4) as `s_i` is a geometric mean. On-policy `s_i = 1` and GSPO equals GRPO.
 
-    Change from vanilla GRPO: one ratio and one clip decision per sequence instead of per token,
-    so a clipped sequence sends no gradient through any of its tokens and an unclipped one sends
-    `-A_i s_i * mean_t grad logp_it`; token-level ratio noise no longer accumulates over long
-    responses. The clip range is tiny because `s_i` is a per-token geometric mean: the paper uses
-    3e-4 / 4e-4. With one update per rollout (`num_iterations: 1`, rollouts sampled by rlvr) every
-    `s_i` is 1 and GSPO equals GRPO with `seq_mean_token_mean`; it matters off-policy.
-
-    `stats`: `clip_frac_low|high|delta|clip_frac`, the share of the mask tokens whose sequence is
-    clipped (zero gradient), as for the token loss; `seq_clip_frac`, the share of non-empty
-    sequences that are clipped (by either bound or `delta`); `ratio_mean|min|max` of `s_i` over the
-    mask tokens.
+    `stats`: `clip_frac*` as for `policy_loss`, the share of mask tokens whose sequence is clipped;
+    `seq_clip_frac`, the share of non-empty sequences clipped; `ratio_mean|min|max` of `s_i`.
     """
     agg = _agg_fn(aggregation)
     m = mask.bool()
@@ -369,14 +323,10 @@ def gspo_token_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """`"gspo_token"`: GSPO-token (Zheng et al. 2025, arXiv:2507.18071, Eq. 13-14); `(loss, stats)`.
 
-    Token ratio `s_it = sg(s_i) * exp(logp_it - sg(logp_it))`: its value is the sequence ratio
-    `s_i` of `gspo_loss`, its gradient that of `logp_it` alone; then the token-level clipped
-    surrogate `l_it = -min(s_it * A_i, clip(s_it, 1 - eps_low, 1 + eps_high) * A_i)` and
-    `aggregation`. Shapes, `is_weights`, `delta` and `stats` as in `gspo_loss`.
-
-    With one advantage per sequence (rlvr's outcome rewards) loss and gradient equal `gspo_loss`'s
-    under `seq_mean_token_mean` (the paper's point, tested); the form exists for per-token
-    advantages. Change from vanilla GRPO: as GSPO (the clip decision is per sequence).
+    Token ratio `s_it = sg(s_i) * exp(logp_it - sg(logp_it))` (value `s_i`, gradient of `logp_it`),
+    then the token-level clipped surrogate and `aggregation`; the rest as in `gspo_loss`. With one
+    advantage per sequence its loss and gradient equal `gspo_loss`'s (tested); the form exists for
+    per-token advantages. Change from vanilla GRPO: as GSPO.
     """
     agg = _agg_fn(aggregation)
     m = mask.bool()
@@ -411,23 +361,14 @@ def cispo_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """`"cispo"`: CISPO (MiniMax-M1, 2025, arXiv:2506.13585, Eq. 4-5); `(loss, stats)`.
 
-    Per token `l = -sg(min(rho, 1 + eps_high)) * A * logp` with `rho = exp(logp - old_logp)`, then
-    `aggregation` (the paper's is `token_mean`). The importance weight itself is clipped and its
-    gradient stopped, so every token keeps the REINFORCE gradient `-w A grad logp`, `w <= 1 + eps_high`.
-    `logp`, `old_logp`, `mask`: `(B, T)`; `advantages` `(B,)`; `is_weights` `(B, T)` multiply the
-    per-token loss (no gradient). `eps_low` is unused (MiniMax-M1 sets no lower bound, as TRL);
-    `delta` must be None (the weight is already bounded).
+    Per token `l = -sg(min(rho, 1 + eps_high)) * A * logp`, `rho = exp(logp - old_logp)`, then
+    `aggregation` (the paper's: `token_mean`); `is_weights` as in `policy_loss`. `eps_low` unused (no
+    lower bound, as TRL); `delta` must be None. Change from vanilla GRPO: the weight is capped and its
+    gradient stopped, so a token outside the clip range still gets gradient (rare "fork" tokens keep
+    learning off-policy). TRL's `epsilon_high` is `1 + eps_high` here (ScaleRL, arXiv:2510.13786: 5).
 
-    Change from vanilla GRPO: a token whose ratio leaves the clip range still gets gradient
-    (only its weight is capped), so rare high-ratio "fork" tokens (`However`, `Wait`) keep
-    learning after the first off-policy update instead of being dropped. TRL's `loss_type="cispo"`
-    caps at `epsilon_high` itself: TRL `epsilon_high = 1 + eps_high` here (ScaleRL,
-    arXiv:2510.13786, uses 5.0, i.e. `eps_high = 4`). Like GSPO, it matters off-policy only: with
-    one update per rollout `w = 1` and this is REINFORCE with group advantages.
-
-    `stats`: `clip_frac_high` / `clip_frac_low`, the share of mask tokens whose weight was capped
-    (`rho > 1 + eps_high`) with `A > 0` / `A < 0` (TRL's `cispo_clip_ratio` is the first); they
-    still get gradient. `clip_frac`, either. `ratio_mean|min|max` of `rho`.
+    `stats`: `clip_frac_high` / `clip_frac_low`, the share of mask tokens whose weight was capped with
+    `A > 0` / `A < 0` (they still get gradient); `clip_frac`, either; `ratio_mean|min|max` of `rho`.
     """
     if delta is not None:
         raise ValueError("cispo: delta does not apply (the importance weight is already capped at 1 + eps_high)")
@@ -476,10 +417,8 @@ mask tokens or by non-empty sequences, or the extreme."""
 
 @dataclass(frozen=True)
 class PolicyLoss:
-    """A policy loss declared once: its pure function, the fields of the objective config it reads
-    (passed by name, so a new knob changes only the losses that read it), and each statistic it
-    returns with how that merges (`Reduce`); the trainer's micro-batch merge and the data-parallel merge
-    both read `stats`. Calling it calls the function."""
+    """A policy loss declared once: its pure function, the objective fields it reads (`knobs`, passed
+    by name) and each statistic it returns with how that merges (`Reduce`). Calling it calls `fn`."""
 
     fn: PolicyLossFn
     knobs: tuple[str, ...]
@@ -544,12 +483,9 @@ def merge_stats(
 
 
 def entropy_threshold(entropies: Tensor, quantile: float) -> Tensor:
-    """The entropy above which the top `quantile` fraction of tokens lies: a 0-d tensor.
-
-    `entropies`: 1-D, the entropies of the tokens to choose among (all ranks', all micro-batches').
-    Returns the `1 - quantile` quantile with linear interpolation, as `torch.quantile` (which
-    TRL uses) but through a sort, so there is no limit on the number of tokens; `+inf` (nothing
-    selected) when there are none. `quantile = 1` keeps all, `0` only the maximum.
+    """The entropy above which the top `quantile` fraction of the 1-D `entropies` lies, a 0-d tensor:
+    their `1 - quantile` quantile, interpolated as `torch.quantile` (which TRL uses) but through a
+    sort, so with no limit on the number of tokens; `+inf` (nothing selected) when there are none.
 
     >>> e = torch.tensor([0.5, 2.0, 1.0, 3.0, 0.1])
     >>> entropy_threshold(e, 0.25).item(), round(entropy_threshold(e, 0.2).item(), 4)
@@ -573,14 +509,9 @@ def high_entropy_mask(entropy: Tensor, mask: Tensor, threshold: Tensor | float) 
 
 def select_top_entropy(entropy: Tensor, mask: Tensor, quantile: float) -> Tensor:
     """Beyond the 80/20 Rule (Wang et al. 2025, arXiv:2506.01939): `(B, T)` bool, the top `quantile`
-    fraction of the mask tokens by entropy (the paper keeps 0.2), threshold taken over this batch.
-
-    Multiply the policy-gradient loss by it (`is_weights`); the normaliser still counts every mask
-    token, and a KL term is not masked (as TRL's `top_entropy_quantile`). `entropy`, `mask`:
-    `(B, T)`. Change from vanilla GRPO: only high-entropy "forking" tokens get policy gradient;
-    the paper finds the low-entropy 80% contribute little or hurt. The trainer takes the threshold
-    over the whole step (`entropy_threshold` of every micro-batch and rank) instead of per
-    micro-batch, so that gradient accumulation and data parallelism do not change the selection.
+    fraction of the mask tokens by entropy `(B, T)` (the paper keeps 0.2), threshold over this batch
+    (the trainer's is over the whole step). Used as `is_weights`. Change from vanilla GRPO: only
+    high-entropy "forking" tokens get policy gradient.
 
     >>> e = torch.tensor([[0.1, 2.0, 0.3], [1.5, 0.2, 9.0]])
     >>> select_top_entropy(e, torch.tensor([[1, 1, 1], [1, 1, 0]]), 0.4).int().tolist()

@@ -1,23 +1,10 @@
-"""The GRPO objective as pure tensor functions: advantages, reward normalisation, KL, entropy, and
-(re-exported from `rlvr.grpo.losses`) the policy losses, token selection and loss aggregation.
+"""The GRPO objective as pure tensor functions: advantages, reward normalisation, KL, entropy and
+log-probs, plus (re-exported from `rlvr.grpo.losses`) the policy losses, token selection and aggregation.
 
-Everything here is tensor-in/tensor-out and imports only torch (and its sibling `losses`, which
-imports only torch), so the trainer, tests and users can call each piece alone. Variants are chosen
-once at setup through the literal dicts `ADVANTAGES`, `REWARD_NORMALIZATIONS`, `POLICY_LOSSES`,
-`AGGREGATIONS` and `KL_ESTIMATORS` (via the `resolve_*` functions): the training loop calls plain
-functions and never branches on strings. `rlvr.grpo.presets.PRESETS` names the configurations that
-reproduce each paper; `docs/papers.md` maps papers to presets and lists where rlvr departs from
-them; `docs/objectives.md` explains each variant.
-
-Shapes: `B` sequences in a (micro-)batch, `T` completion positions, `V` vocabulary; for advantages
-`B` prompts with `G` samples each, rewards `(B*G,)`. `mask` is `(B, T)`, 1/True on completion
-tokens that count, 0 on prompt and padding (padded positions should hold finite values).
-
-Papers: DeepSeekMath (Shao et al. 2024, arXiv:2402.03300) is "vanilla GRPO"; DAPO (Yu et al. 2025,
-arXiv:2503.14476); Dr. GRPO (Liu et al. 2025, "Understanding R1-Zero-Like Training: A Critical
-Perspective", arXiv:2503.20783); RLOO (Ahmadian et al. 2024, "Back to Basics", arXiv:2402.14740);
-REINFORCE++ (Hu et al. 2025, arXiv:2501.03262); GDPO (Liu et al. 2026, arXiv:2601.05242); the
-policy-loss papers are listed in `rlvr.grpo.losses`.
+Imports only torch. Each variant is chosen once at setup from `ADVANTAGES`, `REWARD_NORMALIZATIONS`
+and `KL_ESTIMATORS` (and the loss tables) through the `resolve_*` functions, so the training loop never
+branches on a string. Shapes: `B` prompts with `G` samples each, rewards `(B*G,)`; per-token tensors
+`(B, T)`, `V` vocabulary. docs/objectives.md explains each variant, docs/papers.md maps papers to presets.
 """
 
 from __future__ import annotations
@@ -29,79 +16,38 @@ from typing import Literal, NamedTuple, Protocol
 import torch
 from torch import Tensor
 
-from rlvr.grpo.losses import (
-    AGGREGATIONS,
-    POLICY_LOSSES,
-    AggregateFn,
-    PolicyLoss,
-    PolicyLossFn,
-    Reduce,
-    aggregate,
-    cispo_loss,
-    entropy_threshold,
-    global_counts,
-    gspo_loss,
-    gspo_token_loss,
-    high_entropy_mask,
-    merge_stats,
-    policy_loss,
-    resolve_aggregation,
-    resolve_policy_loss,
-    select_top_entropy,
-    seq_mean_token_mean,
-    seq_mean_token_sum_norm,
-    token_mean,
-)
+from rlvr.grpo import losses
+from rlvr.grpo.losses import *  # noqa: F403 - the loss half of the objective, re-exported
 from rlvr.grpo.losses import AggregationName as AggregationName  # re-exported: the config's Literals
 from rlvr.grpo.losses import Count as Count
 from rlvr.grpo.losses import PolicyLossName as PolicyLossName
 
 __all__ = [
+    *losses.__all__,
     "ADVANTAGES",
-    "AGGREGATIONS",
     "KL_ESTIMATORS",
-    "POLICY_LOSSES",
     "REWARD_NORMALIZATIONS",
     "AdvantageFn",
-    "AggregateFn",
     "Advantages",
-    "PolicyLoss",
-    "PolicyLossFn",
-    "Reduce",
-    "aggregate",
     "batch_std_advantages",
-    "cispo_loss",
     "dr_grpo_advantages",
     "entropy_from_logits",
-    "entropy_threshold",
-    "global_counts",
     "group_advantages",
     "grpo_advantages",
-    "gspo_loss",
-    "gspo_token_loss",
-    "high_entropy_mask",
-    "merge_stats",
     "kl_k1",
     "kl_k2",
     "kl_k3",
     "kl_penalty",
     "normalize_then_sum",
     "overlong_penalty",
-    "policy_loss",
     "reinforce_pp_advantages",
     "reinforce_pp_baseline_advantages",
     "resolve_advantage",
-    "resolve_aggregation",
     "resolve_kl",
-    "resolve_policy_loss",
     "resolve_reward_normalization",
     "rloo_advantages",
-    "select_top_entropy",
-    "seq_mean_token_mean",
-    "seq_mean_token_sum_norm",
     "sum_then_normalize",
     "token_logprobs",
-    "token_mean",
 ]
 
 AdvantageScale = Literal["group", "batch", "none", "rloo", "reinforce_pp", "reinforce_pp_baseline"]
@@ -114,14 +60,9 @@ KLEstimator = Literal["k1", "k2", "k3"]
 
 @dataclass(frozen=True)
 class Advantages:
-    """Per-sequence advantages and which groups carried no signal.
-
-    `values`: `(B*G,)`, one advantage per completion, in the order of the rewards.
-    `zero_std`: `(B,)` bool, True for a group whose valid rewards are all equal or that has fewer
-    than 2 valid rewards (DAPO's dynamic sampling drops these); with every estimator that has a
-    group baseline all its members get advantage 0 (REINFORCE++ without baseline gives them the
-    batch-relative value).
-    """
+    """`values` `(B*G,)`: one advantage per completion, in the order of the rewards. `zero_std` `(B,)`
+    bool: groups with fewer than 2 valid rewards or all of them equal (DAPO's dynamic sampling drops
+    these; every estimator with a group baseline gives their members 0)."""
 
     values: Tensor
     zero_std: Tensor
@@ -173,15 +114,11 @@ def _finish(s: _GroupStats, denom: Tensor) -> Advantages:
 
 
 def grpo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """Vanilla GRPO (DeepSeekMath, Shao et al. 2024, arXiv:2402.03300, outcome supervision).
+    """Vanilla GRPO (DeepSeekMath, Shao et al. 2024, arXiv:2402.03300, outcome supervision):
+    `A_i = (r_i - mean_g) / (std_g + eps)` over the valid rewards of `r_i`'s group.
 
-    `A_i = (r_i - mean_g) / (std_g + eps)` over the valid rewards of the group of `r_i`.
-    `rewards`: `(B*G,)` float, groups contiguous, NaN = not scorable. Returns `Advantages` `(B*G,)`.
-
-    Departures from the paper, which does not say which std or eps: unbiased std (`torch.std`,
-    as TRL) and `eps = 1e-4` (TRL's). NaN rewards are left out of mean and std and get advantage 0;
-    a group with < 2 valid rewards or all valid rewards equal gets 0 everywhere (counted in
-    `zero_std`).
+    `rewards`: `(B*G,)`, groups contiguous, NaN = not scorable (left out of mean and std, advantage
+    0). The paper names no std or eps: unbiased std and `eps = 1e-4`, as TRL.
 
     >>> [round(a, 4) for a in grpo_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).values.tolist()]
     [0.707, -0.707, 0.0, 0.0]
@@ -191,45 +128,27 @@ def grpo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Adva
 
 
 def batch_std_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """Group mean, batch std: `A_i = (r_i - mean_g) / (std_batch + eps)`.
+    """Lite PPO (Liu et al. 2025, arXiv:2508.08221; TRL's `scale_rewards="batch"`): `A_i = (r_i -
+    mean_g) / (std_batch + eps)`, `std_batch` the unbiased std of every valid reward of the batch.
 
-    `std_batch` is the unbiased std of all valid rewards in the batch (every group, degenerate
-    ones included), a single scalar. This is TRL's `scale_rewards="batch"` and the "group-level
-    mean, batch-level std" normalisation recommended by Lite PPO (Liu et al. 2025, "Tricks or
-    Traps? A Deep Dive into RL for LLM Reasoning", arXiv:2508.08221). It is not REINFORCE++'s
-    whitening, which also subtracts the batch mean of the centred values and takes their std.
-    Change from vanilla GRPO: groups with small spread are no longer scaled up to unit variance,
-    so easy and hard prompts (Dr. GRPO's "question-level difficulty bias") are not reweighted.
-    `rewards`: `(B*G,)`; NaN and degenerate groups are handled as in `grpo_advantages`.
+    Change from vanilla GRPO: one batch-wide scale, so groups with small spread are not scaled up
+    (easy and hard prompts are not reweighted). `rewards` `(B*G,)` as in `grpo_advantages`.
     """
     s = _group_stats(rewards, group_size)
-    n = s.valid.sum()
-    mean = torch.where(s.valid, s.rewards, 0.0).sum() / n.clamp(min=1)
-    dev = torch.where(s.valid, s.rewards - mean, 0.0)  # (B, G)
-    std = (dev.square().sum() / (n - 1).clamp(min=1)).sqrt()  # ()
-    return _finish(s, std + eps)
+    return _finish(s, _batch_std(s.rewards, s.valid) + eps)
 
 
 def dr_grpo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `A_i = r_i - mean_g`, no std division.
-
-    Change from vanilla GRPO: dropping the std removes the question-level difficulty bias (groups
-    with nearly equal rewards are not blown up). `eps` is accepted for a uniform signature and
-    unused. `rewards`: `(B*G,)`; NaN and degenerate groups are handled as in `grpo_advantages`.
-    """
+    """Dr. GRPO (Liu et al. 2025, arXiv:2503.20783): `A_i = r_i - mean_g`, no std division (which
+    removes the question-level difficulty bias). `eps` unused. `rewards` as in `grpo_advantages`."""
     s = _group_stats(rewards, group_size)
     return _finish(s, torch.ones_like(s.std))
 
 
 def rloo_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """RLOO (Ahmadian et al. 2024, "Back to Basics", arXiv:2402.14740; Kool et al. 2019):
-    `A_i = r_i - mean_{j != i} r_j`, the leave-one-out baseline over the valid rewards of the group.
-
-    Equal to `n/(n-1) * (r_i - mean_g)` for `n` valid rewards, so it is Dr. GRPO's advantage
-    scaled by `n/(n-1)`: the baseline no longer contains the sample itself, which makes the
-    estimator unbiased. `eps` is unused. `rewards`: `(B*G,)`; NaN rewards are left out of the
-    baseline and get 0, degenerate groups get 0 (as `grpo_advantages`; TRL's RLOOTrainer alike).
-    Change from vanilla GRPO: no std division, and the baseline leaves the sample out.
+    """RLOO (Ahmadian et al. 2024, arXiv:2402.14740): `A_i = r_i - mean_{j != i} r_j` over the group's
+    valid rewards, `= n/(n-1) (r_i - mean_g)`. Change from vanilla GRPO: no std division, and the
+    baseline leaves the sample out (unbiased). `eps` unused; `rewards` as in `grpo_advantages`.
 
     >>> rloo_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0]), 3).values.tolist()
     [1.0, -0.5, -0.5, 0.0, 0.0, 0.0]
@@ -251,17 +170,12 @@ def _batch_std(values: Tensor, valid: Tensor) -> Tensor:
 
 
 def reinforce_pp_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """REINFORCE++ (Hu et al. 2025, arXiv:2501.03262), outcome rewards, `k = 1` form:
-    `A_i = (r_i - mean_batch) / (std_batch + eps)`, global batch normalisation, no group baseline.
+    """REINFORCE++ (Hu et al. 2025, arXiv:2501.03262), `k = 1`: `A_i = (r_i - mean_batch) / (std_batch +
+    eps)` over every valid reward of the batch (0 everywhere when they are all equal).
 
-    `mean_batch`, `std_batch` (unbiased) over every valid reward of the batch. `rewards`: `(B*G,)`;
-    NaN rewards get 0; a batch whose valid rewards are all equal gets 0 everywhere. `zero_std`
-    still flags the groups without internal spread, but their members get non-zero advantages: a
-    prompt everybody solves is pushed up, one nobody solves down (no row is skipped).
-    Change from vanilla GRPO: the baseline and scale are the batch's, not the group's, which the
-    paper argues is less biased and overfits less to easy prompts. Departures: the paper folds a
-    per-token k1 KL into the reward and whitens over tokens (each sequence weighted by its length);
-    rlvr whitens over sequences and adds KL, if any, as a loss term (`beta`, `kl_estimator`).
+    Change from vanilla GRPO: the batch's baseline and scale, not the group's, so members of a
+    `zero_std` group still get the batch-relative advantage. Departures: the paper puts a k1 KL in
+    the reward and whitens over tokens; rlvr whitens over sequences and adds KL as a loss term.
 
     >>> [round(a, 3) for a in reinforce_pp_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).values.tolist()]
     [0.5, -1.5, 0.5, 0.5]
@@ -278,16 +192,12 @@ def reinforce_pp_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4)
 
 
 def reinforce_pp_baseline_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
-    """REINFORCE++ with baseline (Hu et al. 2025, arXiv:2501.03262, the `k > 1` form; verl's
+    """REINFORCE++ with baseline (Hu et al. 2025, arXiv:2501.03262, `k > 1`; verl's
     `reinforce_plus_plus_baseline`): `A_i = (r_i - mean_g) / (std_batch(r - mean_g) + eps)`.
 
-    The group mean first, then the unbiased std of the group-centred values over the whole batch
-    (degenerate groups count as zeros). `rewards`: `(B*G,)`; NaN and degenerate groups as in
-    `grpo_advantages`. The batch mean of the centred values is 0 by construction, so whitening
-    reduces to the division (degenerate groups stay exactly 0).
-    Change from vanilla GRPO: one batch-wide scale instead of each group's std (unlike
-    `batch_std_advantages`, the std of the centred values, not of the raw rewards). Departure:
-    verl whitens over tokens (length-weighted); rlvr over sequences.
+    Change from vanilla GRPO: one batch-wide scale, the std of the centred values (degenerate groups
+    count as zeros; their batch mean is 0, so whitening is the division). Departure: verl whitens
+    over tokens, rlvr over sequences. `rewards` as in `grpo_advantages`.
 
     >>> [round(a, 3) for a in reinforce_pp_baseline_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2).values.tolist()]
     [1.224, -1.224, 0.0, 0.0]
@@ -320,12 +230,7 @@ def resolve_advantage(name: str) -> AdvantageFn:
 
 
 def group_advantages(rewards: Tensor, group_size: int, scale: AdvantageScale, eps: float = 1e-4) -> Advantages:
-    """Advantages `(B*G,)` for `rewards` `(B*G,)` with the named estimator of `ADVANTAGES`.
-
-    `"group"` -> `grpo_advantages`, `"batch"` -> `batch_std_advantages`, `"none"` ->
-    `dr_grpo_advantages`, `"rloo"` -> `rloo_advantages`, `"reinforce_pp"` ->
-    `reinforce_pp_advantages`, `"reinforce_pp_baseline"` -> `reinforce_pp_baseline_advantages`;
-    see those for the formulas. NaN rewards get 0 and are excluded.
+    """Advantages `(B*G,)` for `rewards` `(B*G,)` with the estimator `ADVANTAGES[scale]`.
 
     >>> adv = group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0, 2.0, float("nan")]), 2, "none")
     >>> adv.values.tolist(), adv.zero_std_groups, adv.n_groups
@@ -346,12 +251,8 @@ def sum_then_normalize(
     advantage: AdvantageFn = grpo_advantages,
     eps: float = 1e-4,
 ) -> Advantages:
-    """Several rewards, GRPO's way: the estimator `advantage` applied to the weighted sum `total`.
-
-    `total`: `(B*G,)`, `sum_k w_k r_k` (NaN where any reward is missing); `components` `(K, B*G)`
-    and `weights` `(K,)` are accepted for a uniform signature and unused. This is what every
-    preset does by default (TRL's `multi_objective_aggregation="sum_then_normalize"`).
-    """
+    """Several rewards, GRPO's way (every preset's default): `advantage` of `total` `(B*G,)`, the
+    weighted sum `sum_k w_k r_k` (NaN where any is missing). `components`, `weights` unused."""
     return advantage(total, group_size, eps)
 
 
@@ -364,21 +265,13 @@ def normalize_then_sum(
     advantage: AdvantageFn = grpo_advantages,
     eps: float = 1e-4,
 ) -> Advantages:
-    """GDPO (Liu et al. 2026, "Group reward-Decoupled Normalization Policy Optimization",
-    arXiv:2601.05242): normalise each reward in its group, sum with the weights, whiten the batch.
+    """GDPO (Liu et al. 2026, arXiv:2601.05242): `S_i = sum_k w_k advantage(r_k)_i`, then
+    `A_i = S_i / (std_batch(S) + eps)`; `components` `(K, B*G)` (NaN = not scorable), `weights` `(K,)`.
 
-    `S_i = sum_k w_k advantage(r_k)_i`, then `A_i = S_i / (std_batch(S) + eps)` (unbiased std over
-    the valid rows). `components`: `(K, B*G)`, reward k's raw values (NaN = not scorable);
-    `weights`: `(K,)`; `total`: `(B*G,)`, NaN rows are invalid too. A row counts when every reward
-    scored it, as in `total` (TRL counts a row that any reward scored); invalid rows get 0 and are
-    left out of every statistic. With `advantage = grpo_advantages` this is GDPO and TRL's
-    `multi_objective_aggregation="normalize_then_sum"`. Every estimator's values sum to 0 over
-    the batch, so the batch mean of `S` is 0 by construction and is not subtracted again (TRL
-    subtracts its float residue); zero-std groups therefore stay exactly 0. `zero_std`: groups
-    where no reward has spread.
-    Change from vanilla GRPO (which normalises the weighted sum): distinct reward combinations
-    keep distinct advantages (the paper's "advantage collapse"), and a reward with little spread
-    in a group is not drowned by the others.
+    Change from vanilla GRPO (which normalises the weighted sum): distinct reward combinations keep
+    distinct advantages, and a reward with little spread is not drowned by the others. A row counts
+    when every reward scored it (TRL: any reward); the batch mean of `S` is 0 by construction, so it
+    is not subtracted again (TRL subtracts its float residue) and zero-std groups stay exactly 0.
 
     >>> c, w = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]]), torch.tensor([1.0, 1.0])  # K=2, G=4
     >>> [round(a, 3) for a in normalize_then_sum(c.sum(0), 4, c, w).values.tolist()]
@@ -431,28 +324,20 @@ def resolve_reward_normalization(name: str) -> RewardNormFn:
 
 
 def kl_k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """Schulman's k1 (http://joschu.net/blog/kl-approx.html): `logp - ref_logp`, `(B, T)`.
-
-    Unbiased for KL(pi || ref) on samples from pi, high variance, can be negative.
-    """
+    """Schulman's k1 (http://joschu.net/blog/kl-approx.html): `logp - ref_logp`, `(B, T)`; unbiased,
+    high variance, can be negative."""
     return logp - ref_logp
 
 
 def kl_k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """Schulman's k2: `0.5 * (logp - ref_logp)^2`, `(B, T)`; biased, low variance, >= 0.
-
-    As a loss its gradient `(logp - ref_logp) * grad logp` is the on-policy score-function
-    gradient of KL(pi || ref).
-    """
+    """Schulman's k2: `0.5 * (logp - ref_logp)^2`, `(B, T)`; biased, low variance, >= 0 (as a loss, its
+    gradient is the on-policy score-function gradient of KL(pi || ref))."""
     return 0.5 * (logp - ref_logp).square()
 
 
 def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """Schulman's k3, DeepSeekMath's Eq. 4: `exp(ref - logp) - (ref - logp) - 1`, `(B, T)`.
-
-    Unbiased for KL(pi || ref) on samples from pi, low variance, >= 0. Computed as
-    `expm1(d) - d` for accuracy near 0; not clamped (verl clamps to [-10, 10]; TRL does not).
-    """
+    """Schulman's k3, DeepSeekMath's Eq. 4: `exp(ref - logp) - (ref - logp) - 1`, `(B, T)`; unbiased,
+    low variance, >= 0. `expm1(d) - d` for accuracy near 0; not clamped (verl clamps to [-10, 10])."""
     d = ref_logp - logp
     return torch.expm1(d) - d
 
@@ -485,10 +370,8 @@ def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: KLEstimator) -> Tensor
 
 
 def entropy_from_logits(logits: Tensor) -> Tensor:
-    """Entropy of softmax(logits) per position: `H = logsumexp(z) - sum_v p_v z_v`, `(B, T)`.
-
-    `logits`: `(B, T, V)`, finite. Stable for large logits (no log of a rounded-to-0 probability).
-    """
+    """Entropy of softmax(logits) per position: `H = logsumexp(z) - sum_v p_v z_v`, `(B, T, V)` ->
+    `(B, T)`; stable for large logits (no log of a rounded-to-0 probability)."""
     p = torch.softmax(logits, dim=-1)  # (B, T, V)
     return torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)
 
@@ -496,8 +379,8 @@ def entropy_from_logits(logits: Tensor) -> Tensor:
 def token_logprobs(logits: Tensor, tokens: Tensor) -> Tensor:
     """`log softmax(logits)[tokens]` per position, `(B, T)`, for `logits` `(B, T, V)`, `tokens` `(B, T)`.
 
-    Gathers the chosen logit and subtracts `logsumexp`, so no second `(B, T, V)` tensor
-    (a full `log_softmax`) is kept for backward. Pass float32 logits: bf16 logsumexp is coarse.
+    Gathers and subtracts `logsumexp`, so no second `(B, T, V)` tensor is kept for backward. Pass
+    float32 logits: bf16 logsumexp is coarse.
     """
     chosen = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, T)
     return chosen - torch.logsumexp(logits, dim=-1)
@@ -507,11 +390,9 @@ def token_logprobs(logits: Tensor, tokens: Tensor) -> Tensor:
 
 
 def overlong_penalty(lengths: Tensor, max_len: int, buffer: int, penalty: float) -> Tensor:
-    """DAPO soft overlong punishment (Yu et al. 2025, Eq. 13), a reward term `(B,)`.
-
-    `R = 0` if `len <= max_len - buffer`; `R = penalty * ((max_len - buffer) - len) / buffer`
-    in the buffer, reaching `-penalty` at `max_len`; `-penalty` beyond. `lengths`: `(B,)`
-    completion lengths in tokens. The paper uses max_len 20,480, buffer 4,096, penalty 1.
+    """DAPO soft overlong punishment (Yu et al. 2025, Eq. 13), a reward term `(B,)` of `lengths` `(B,)`:
+    0 up to `max_len - buffer`, then `penalty * ((max_len - buffer) - len) / buffer`, `-penalty` from
+    `max_len` on. The paper uses max_len 20,480, buffer 4,096, penalty 1.
 
     >>> overlong_penalty(torch.tensor([10, 48, 56, 64, 70]), max_len=64, buffer=16, penalty=1.0).tolist()
     [0.0, 0.0, -0.5, -1.0, -1.0]

@@ -1,10 +1,8 @@
 """Named objective configurations that reproduce each paper's recipe (docs/papers.md).
 
-`ObjectiveConfig` is the one validated model of the objective: the choices the trainer resolves once
-into functions of `rlvr.grpo.objective`, each field's range and choices, and the checks between
-fields. `PRESETS` names the paper recipes; `PresetName` is their Literal (the type of
-`TrainConfig.objective`); `resolve(preset, overrides)` applies `objective_overrides` to a preset.
-docs/objectives.md explains every field.
+`ObjectiveConfig` is the one validated model of the objective (its fields, ranges and the checks between
+them); `PRESETS` names the paper recipes, `PresetName` is their Literal, and `resolve(preset, overrides)`
+applies `objective_overrides` to a preset. docs/objectives.md explains every field.
 """
 
 from __future__ import annotations
@@ -37,25 +35,8 @@ PresetName = Literal[
 
 
 class ObjectiveConfig(StrictModel):
-    """The objective's choices; `PRESETS` holds the ones that reproduce papers.
-
-    advantage_scale: key of `ADVANTAGES`, the advantage estimator (group/batch/none scale GRPO's
-    group-centred rewards; rloo, reinforce_pp, reinforce_pp_baseline are the other estimators).
-    aggregation: key of `AGGREGATIONS`. policy_loss: key of `POLICY_LOSSES` (clip = PPO/GRPO's
-    token-level surrogate, gspo, gspo_token, cispo).
-    eps_low / eps_high: clip range `[1 - eps_low, 1 + eps_high]` of the ratio (for cispo, the cap
-    `1 + eps_high` of the importance weight; eps_low unused). delta: two-sided clipping bound of
-    the ratio for negative advantages (None = off; must exceed `1 + eps_high`; not with cispo).
-    top_entropy_quantile: share of the policy-gradient tokens, highest entropy first, that get
-    policy gradient (1.0 = all, the paper's 0.2).
-    reward_normalization: key of `REWARD_NORMALIZATIONS`, how several rewards become one advantage.
-    beta: KL coefficient (0 = no reference model needed). kl_estimator: key of `KL_ESTIMATORS`.
-    dynamic_sampling: DAPO's filter: drop zero-std groups and sample more prompts to refill.
-    overlong_buffer: DAPO soft overlong buffer in tokens (None = off); overlong_penalty: its
-    maximum penalty. mask_truncated: DAPO's overlong filtering (mask the loss of truncated
-    completions). rollout_correction / rollout_correction_cap: the importance weights applied when
-    another engine (vLLM) sampled the rollouts (`rlvr.grpo.correction`; "none" = off).
-    """
+    """The objective's choices, each field explained in docs/objectives.md and docs/train.md; `PRESETS`
+    holds the ones that reproduce papers."""
 
     advantage_scale: AdvantageScale = "group"
     aggregation: AggregationName = "seq_mean_token_mean"
@@ -63,10 +44,10 @@ class ObjectiveConfig(StrictModel):
     eps_high: float = Field(0.2, ge=0)
     beta: float = Field(0.04, ge=0)
     kl_estimator: KLEstimator = "k3"
-    dynamic_sampling: bool = False
-    overlong_buffer: int | None = Field(None, gt=0)
-    overlong_penalty: float = Field(0.0, ge=0)
-    mask_truncated: bool = False
+    dynamic_sampling: bool = False  # DAPO: drop zero-std groups, sample more prompts to refill
+    overlong_buffer: int | None = Field(None, gt=0)  # DAPO's soft overlong buffer in tokens (None = off)
+    overlong_penalty: float = Field(0.0, ge=0)  # its maximum penalty
+    mask_truncated: bool = False  # DAPO's overlong filtering: no loss on truncated completions
     rollout_correction: Literal["none"] | CorrectionName = "token"
     rollout_correction_cap: float = Field(2.0, ge=1)
     policy_loss: PolicyLossName = "clip"
@@ -77,8 +58,10 @@ class ObjectiveConfig(StrictModel):
     @model_validator(mode="after")
     def _delta(self) -> ObjectiveConfig:
         if self.delta is not None and self.policy_loss == "cispo":
-            raise ValueError("delta: does not apply to policy_loss 'cispo' (its weight is already capped at "
-                             "1 + eps_high); leave it unset")  # fmt: skip
+            raise ValueError(
+                "delta: does not apply to policy_loss 'cispo' (its weight is already capped at "
+                "1 + eps_high); leave it unset"
+            )
         if self.delta is not None and self.delta <= 1.0 + self.eps_high:
             raise ValueError(f"delta: must be > 1 + eps_high = {1.0 + self.eps_high}, got {self.delta}")
         return self

@@ -1,20 +1,7 @@
-"""Score completions with the configured rewards without letting any reward stop or poison training.
-
-A reward that raises, runs past its timeout, returns the wrong length, or returns NaN/inf/non-numbers
-gives `None` for the items it failed on (the whole batch when the call itself failed), and
-`reward/<name>/errors` counts it. The total reward of an item is the weighted sum of its rewards
-(`rlvr.rewards.combine.weighted_sum`), `None` (NaN in the tensor) when any of them is `None`; NaN
-rewards are left out of the group statistics by `objective.group_advantages` and get advantage 0.
-
-Where each reward runs:
-- rlvr's own rewards (`name:`) are pure, bounded-time functions: called in the trainer's process.
-- a function from the user's file (`file:`) runs in a worker process that is killed on a timeout and
-  restarted for the next call (`rlvr.rewards.user.UserReward`); with `sandbox: true` it runs in the OS
-  sandbox (`rlvr.sandbox`), as reward search runs LLM-written candidates.
-- a Python callable handed to `GRPOTrainer(extra_rewards=...)` runs as it is when it isolates itself
-  (a `SandboxedReward` or `UserReward`); any other callable runs in a daemon thread with the timeout. A
-  thread cannot be stopped: a hung call keeps running beside training (it no longer blocks the exit),
-  so rlvr warns once and points to a reward file, which can be stopped.
+"""Score completions with the configured rewards (`RewardRunner`) without letting any reward stop or
+poison training: a reward that raises, times out, or returns the wrong length or a non-finite value gives
+`None` for the items it failed on, counted in `reward/<name>/errors`; the total is the weighted sum, NaN
+where any part is `None` (left out of the group statistics). docs/rewards.md says where each reward runs.
 """
 
 from __future__ import annotations
@@ -71,8 +58,9 @@ def _build(spec: RewardSpec, timeout_s: float) -> Callable[..., Any]:
     from rlvr.sandbox import RewardRejected, SandboxUnavailable, load
 
     try:
-        return load(Path(spec.file).read_text(encoding="utf-8"), function=spec.function, timeout_s=timeout_s,
-                    name=spec.label)  # fmt: skip
+        return load(
+            Path(spec.file).read_text(encoding="utf-8"), function=spec.function, timeout_s=timeout_s, name=spec.label
+        )
     except RewardRejected as e:
         v = e.validation
         raise RewardLoadError(f"{spec.file}: rejected by the sandbox at {v.stage}: {v.reason}") from None
@@ -107,10 +95,12 @@ class _ThreadCall:
         t.join(self.timeout_s)
         if t.is_alive():
             if not self.warned:
-                warnings.warn(f"reward {self.name!r} ran past its {self.timeout_s:g} s timeout; an in-process "
-                              "callable cannot be stopped and keeps running: give it as a reward file "
-                              "(rewards: [{file: ..., function: ...}]) to run it in a stoppable worker",
-                              stacklevel=2)  # fmt: skip
+                warnings.warn(
+                    f"reward {self.name!r} ran past its {self.timeout_s:g} s timeout; an in-process "
+                    "callable cannot be stopped and keeps running: give it as a reward file "
+                    "(rewards: [{file: ..., function: ...}]) to run it in a stoppable worker",
+                    stacklevel=2,
+                )
                 self.warned = True
             raise TimeoutError(self.name)
         if "error" in box:

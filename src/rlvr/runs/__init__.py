@@ -1,16 +1,8 @@
-"""Run folders (DESIGN.md, "Runs"): the files several packages share are written and read here, with
-one NaN policy, one error style (`FILE[:LINE]: field 'x': ...`) and a schema version in each JSON file.
-A file with a single owner keeps its record beside that owner, on the same `Record` base and reader
-(`read_record`): audit.json in `rlvr.audit.result`, a search's results.json in `rlvr.search.records`,
-study.json in `rlvr.study.records`, a demo's summary.json in `rlvr.demo`.
-
-    io        read/write JSON, YAML and JSONL; `clean` (NaN -> null); `RunFileError`; schema versions
-    records   typed `Manifest` (manifest.json), `Sample`/`TrainSample` (samples), `RewardAudit`;
-              `read_record`, the one reader behind every typed JSON file
-    eval      typed `EvalResult` (eval.json), `EvalSample` (samples.jsonl rows), `JudgeSummary` (judge.json)
-    metrics   typed `MetricsLog` (metrics.jsonl: rows of numbers per step) and `read_metrics`
-    review    typed `ReviewStats` (a review folder's stats.json)
-    folder    `RunDir` (a run folder being written), the checks before one is touched, the model card
+"""Run folders (docs/outputs.md): the files several packages share are written and read here, with one
+NaN policy, one error style (`FILE[:LINE]: field 'x': ...`) and a schema version in each JSON file; a
+file with a single owner keeps its `Record` beside that owner. Modules: `io` (read/write, `clean`,
+`RunFileError`), `records` (manifest, samples; `read_record`), `eval` (eval.json, judge.json), `metrics`
+(metrics.jsonl), `review` (a review folder's files), `folder` (`RunDir`, the checks before writing).
 """
 
 from rlvr.runs.eval import EvalResult, JudgeSummary, Metric, ProblemResult, read_eval, read_judge

@@ -1,13 +1,6 @@
-"""Run folders being written: every command writes one (docs/architecture.md, "Contracts"), and
-holds its lock (`rlvr.runs.lock`) while it does.
-
-    config.yaml     the resolved config (what `--config` reads back to reproduce the run)
-    manifest.json   command, seeds, data hashes, package versions, git commit, host facts
-    metrics.jsonl   one JSON object per step, namespaced keys (docs/metrics.md)
-    samples/        completions with rewards and verdicts
-    checkpoints/    model, tokenizer and trainer state
-
-The audit and the report read only these files, through `rlvr.runs`.
+"""Run folders being written (`RunDir`: config.yaml, manifest.json, metrics.jsonl, samples/), the checks
+before one is touched, and the model card. Every command writes one while it holds its lock
+(`rlvr.runs.lock`); docs/outputs.md lists the files.
 """
 
 from __future__ import annotations
@@ -84,9 +77,13 @@ class RunFolderError(ValueError):
 
 
 def check_out(
-    path: str | Path, *, resume: bool = False, overwrite: bool = False, resumable: bool = False,
+    path: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    resumable: bool = False,
     reads: Sequence[str | Path] = (),
-) -> None:  # fmt: skip
+) -> None:
     """Refuse, before any work, a run folder that would lose what it holds or cannot be written: a
     folder with a run in it (unless `overwrite` or `resume`), one under a read-only parent, a file,
     one that is, holds or lies inside an input the command `reads` (its model), and one inside
@@ -235,9 +232,15 @@ class RunDir:
     `write=False` (a data-parallel rank other than 0) nothing is written: rank 0 owns the folder."""
 
     def __init__(
-        self, path: str | Path, config: BaseModel, *, command: str, resume: bool = False, write: bool = True,
+        self,
+        path: str | Path,
+        config: BaseModel,
+        *,
+        command: str,
+        resume: bool = False,
+        write: bool = True,
         overwrite: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.path, self.writes = Path(path), write
         self.started = time.time()
         self.manifest = Manifest()

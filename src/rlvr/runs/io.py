@@ -1,10 +1,6 @@
-"""Reading and writing the files of a run folder: one NaN policy, one error style, schema versions.
-
-Every JSON file rlvr writes into a run folder carries `schema_version`; a reader refuses a version
-newer than it knows (`RunFileError`), and reads a file without one as version 1 (folders written
-before versions were recorded). NaN and infinities are written as null (strict JSON readers reject
-them), paths as strings, tuples and sets as lists. Writes go to a temporary file that is renamed over
-the target, so a crash or a full disk never leaves a torn file behind.
+"""Reading and writing the files of a run folder: one NaN policy (written as null), one error style
+(`RunFileError`), a `schema_version` in every JSON file, and atomic writes (a temporary file renamed
+over the target); docs/outputs.md has the rules.
 """
 
 from __future__ import annotations
@@ -59,15 +55,16 @@ def clean(value: Any) -> Any:
     return value
 
 
-def check_schema(path: Path, data: dict[str, Any], supported: int = SCHEMA_VERSION) -> int:
-    """The file's schema version (1 when absent); RunFileError when it is not one this rlvr reads."""
+def check_schema(path: Path, data: dict[str, Any]) -> None:
+    """RunFileError when the file's schema version (1 when absent) is not one this rlvr reads."""
     version = data.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise RunFileError(f"{path}: field 'schema_version': expected a positive integer, got {version!r}")
-    if version > supported:
-        raise RunFileError(f"{path}: schema version {version} is newer than this rlvr reads ({supported}); "
-                           "upgrade rlvr to read it")  # fmt: skip
-    return version
+    if version > SCHEMA_VERSION:
+        raise RunFileError(
+            f"{path}: schema version {version} is newer than this rlvr reads ({SCHEMA_VERSION}); "
+            "upgrade rlvr to read it"
+        )
 
 
 def _read_text(path: Path) -> str:
@@ -143,9 +140,9 @@ def _replace(path: Path, text: str) -> Path:
     return path
 
 
-def write_json(path: str | Path, obj: dict[str, Any], *, versioned: bool = True) -> Path:
-    """Write a JSON object atomically, cleaned, with `schema_version` first unless `versioned=False`."""
-    body = {"schema_version": SCHEMA_VERSION, **obj} if versioned else obj
+def write_json(path: str | Path, obj: dict[str, Any]) -> Path:
+    """Write a JSON object atomically, cleaned, with `schema_version` first."""
+    body = {"schema_version": SCHEMA_VERSION, **obj}
     return _replace(Path(path), json.dumps(clean(body), indent=2, ensure_ascii=False) + "\n")
 
 

@@ -1,14 +1,7 @@
-"""One writer per run folder: `RUN/.lock`, held with `flock` for as long as the command runs.
-
-A second command on the same folder (or, for a study or search, anywhere inside its tree) is
-refused with one line naming the holder's pid and command. The kernel drops a `flock` when its
-process dies, however it dies, so a lock left by a killed process is stale by construction: the
-next command takes it over. The lock is checked before anything in the folder is touched (a refused
-command changes no byte), and the file is removed when the holder closes it.
-
-Processes a study or search starts for its own runs (screens, conditions) inherit
-`RLVR_TREE_OWNER` naming the tree they may write into. `flock` is advisory and local: on a network
-file system it protects only what one host runs.
+"""One writer per run folder: `RUN/.lock`, held with `flock` for as long as the command runs
+(docs/outputs.md, "one writer per folder"). The kernel drops a `flock` when its process dies, so a lock
+left by a killed process is stale by construction. A study's or search's own runs inherit
+`RLVR_TREE_OWNER` naming the tree they may write into.
 """
 
 from __future__ import annotations

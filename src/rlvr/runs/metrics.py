@@ -1,9 +1,6 @@
-"""Typed `metrics.jsonl` of a training run: one row per logged step, namespaced keys
-(`train/accuracy`, `reward/outcome/mean`, `eval/dev/pass@1`, ...; docs/outputs.md lists them).
-
-`read_metrics` reads the file once into a `MetricsLog`: each row's numbers as floats (null, which is
-how NaN is written, reads as NaN; anything that is not a number is left out), its step, and the
-series, window and tail views that the audit, the search's screens and the study read.
+"""Typed `metrics.jsonl` of a training run (`read_metrics` -> `MetricsLog`): one row per logged step,
+namespaced keys (docs/metrics.md); null (how NaN is written) reads as NaN, anything that is not a number
+is left out.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr.runs.io import RunFileError, iter_jsonl
+from rlvr.runs.records import _file
 
 __all__ = ["MetricsLog", "MetricsRow", "read_metrics"]
 
@@ -80,9 +78,7 @@ def _number(v: object) -> float | None:
 def read_metrics(path: str | Path, *, missing_ok: bool = False) -> MetricsLog:
     """The `metrics.jsonl` of a run folder (or the file itself); a bad line is a RunFileError naming
     the file and line. A row without `step` is the row's position (1-based)."""
-    file = Path(path)
-    if file.is_dir():
-        file = file / "metrics.jsonl"
+    file = _file(path, "metrics.jsonl")
     if not file.exists():
         if missing_ok:
             return MetricsLog()
