@@ -125,9 +125,10 @@ def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | 
     for s in sorted(set(steps.tolist())):
         m = steps == s
         by_diff[str(s)] = DifficultyResult(
-            n_problems=int(m.sum()), pass_at_1=float(sampled.correct[m].mean()),
+            n_problems=int(m.sum()),
+            pass_at_1=float(sampled.correct[m].mean()),
             **({"greedy": float(greedy.correct[m, 0].mean())} if greedy is not None else {}),
-        )  # fmt: skip
+        )
     return Summary(metrics, by_diff, per_problem)
 
 
@@ -170,12 +171,23 @@ def _refuse_long_prompts(problems: list[Problem], prompts: list[str], tok, limit
     long = over_long(tok, prompts, limit)
     if long:
         ids = ", ".join(problems[i].id for i in long[:5]) + (", ..." if len(long) > 5 else "")
-        raise DataError(f"{task}: {len(long)} prompts are longer than {limit} tokens ({ids}); "
-                        "raise sampling.max_prompt_tokens or remove them")  # fmt: skip
+        raise DataError(
+            f"{task}: {len(long)} prompts are longer than {limit} tokens ({ids}); "
+            "raise sampling.max_prompt_tokens or remove them"
+        )
 
 
-def _result(cfg: EvalConfig, model: str, problems: list[Problem], data_hash: str, prompt_format: str, engine: str,
-            sampled: Scored, greedy: Scored | None, seconds: float) -> EvalResult:  # fmt: skip
+def _result(
+    cfg: EvalConfig,
+    model: str,
+    problems: list[Problem],
+    data_hash: str,
+    prompt_format: str,
+    engine: str,
+    sampled: Scored,
+    greedy: Scored | None,
+    seconds: float,
+) -> EvalResult:
     """The `eval.json` record (schema in docs/evaluation.md); fields a run lacks (no greedy) are unset."""
     s, scores = cfg.sampling, summarize_scores(problems, sampled, greedy, cfg)
     return EvalResult(
@@ -248,13 +260,22 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
         )
     else:
         sample_kw = functools.partial(
-            sample_and_score, model, tok, problems, sampling=s, formatter=fmt, seed=cfg.seed, bf16=cfg.bf16,
-            sampler=sampler, verify=task.verify,
-        )  # fmt: skip
+            sample_and_score,
+            model,
+            tok,
+            problems,
+            sampling=s,
+            formatter=fmt,
+            seed=cfg.seed,
+            bf16=cfg.bf16,
+            sampler=sampler,
+            verify=task.verify,
+        )
     rerun = " ".join(["rlvr", "eval", "--config", str(run.path / "config.yaml"), "--overwrite"])
     try:
-        with StopRequest(where="sampling (the evaluation was abandoned; nothing partial is kept)", resume=rerun,
-                         how="rerun"):  # fmt: skip
+        with StopRequest(
+            where="sampling (the evaluation was abandoned; nothing partial is kept)", resume=rerun, how="rerun"
+        ):
             greedy = sample_kw(n=1, greedy=True) if cfg.greedy else None
             if progress is not None:
                 progress("greedy done")

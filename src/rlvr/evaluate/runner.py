@@ -55,9 +55,17 @@ def sample_and_score(
     where the architecture allows, else the model's forward), and `verify` each (the task's verifier)."""
     sampler = sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")
     comp = sampler.sample(
-        model, tok, [formatter.prompt(p) for p in problems], n, sampling, end_ids=sorted(formatter.end_ids),
-        greedy=greedy, seed=seed, chunk_size=chunk_size, bf16=bf16,
-    )  # fmt: skip
+        model,
+        tok,
+        [formatter.prompt(p) for p in problems],
+        n,
+        sampling,
+        end_ids=sorted(formatter.end_ids),
+        greedy=greedy,
+        seed=seed,
+        chunk_size=chunk_size,
+        bf16=bf16,
+    )
     verdicts = [verify(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
     shape = (len(problems), n)
     return Scored(

@@ -83,8 +83,19 @@ class _RoundStats:
     errors: dict[str, int]  # per reward: completions its call left unscored
 
 
-def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner: RewardRunner, cfg, ocfg, gen,
-                  dist: Dist = Dist(), sampler: Sampler | None = None, env: EnvRunner | None = None):  # fmt: skip
+def _sample_round(
+    model,
+    tok,
+    fmt: PromptFormatter,
+    probs: list[Problem],
+    runner: RewardRunner,
+    cfg,
+    ocfg,
+    gen,
+    dist: Dist = Dist(),
+    sampler: Sampler | None = None,
+    env: EnvRunner | None = None,
+):
     """One sampling round: G completions per problem, scored and shaped, cut into groups; each rank
     samples and scores its block of the groups and every rank gets them all (`rlvr.grpo.distributed`).
     Returns (groups, ok (n,) bool: the group carries signal, generation seconds, _RoundStats)."""
@@ -111,9 +122,18 @@ def _sample_round(model, tok, fmt: PromptFormatter, probs: list[Problem], runner
         )
     else:
         comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
-            model, tok, [fmt.prompt(p) for p in mine], g, cfg.sampling, end_ids=sorted(fmt.end_ids), generator=gen,
-            bf16=cfg.bf16, entropy=True, row_offset=block.start * g, total_rows=len(probs) * g,
-        )  # fmt: skip  # called on every rank, even with no rows, so the sampling streams stay in step
+            model,
+            tok,
+            [fmt.prompt(p) for p in mine],
+            g,
+            cfg.sampling,
+            end_ids=sorted(fmt.end_ids),
+            generator=gen,
+            bf16=cfg.bf16,
+            entropy=True,
+            row_offset=block.start * g,
+            total_rows=len(probs) * g,
+        )  # called on every rank, even with no rows, so the sampling streams stay in step
         t_gen = time.perf_counter() - t0
         scored = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else None
     groups, stats = scored or ([], _RoundStats(0.0, {}))
@@ -209,9 +229,12 @@ class _EnvCompletions(Completions):
     @classmethod
     def of(cls, convs, trajs: list[Trajectory]) -> _EnvCompletions:
         out = cls(
-            list(range(len(trajs))), [t.ids for t in trajs], [c.answer for c in convs], [t.truncated for t in trajs],
+            list(range(len(trajs))),
+            [t.ids for t in trajs],
+            [c.answer for c in convs],
+            [t.truncated for t in trajs],
             [t.entropy for t in trajs],
-        )  # fmt: skip
+        )
         if trajs and all(t.logprobs is not None for t in trajs):
             out.logprobs = [list(t.logprobs or []) for t in trajs]
         return out

@@ -57,9 +57,14 @@ __all__ = ["GRPOTrainer"]
 
 class GRPOTrainer:
     def __init__(
-        self, cfg: TrainConfig, *, resume: bool = False, progress=None, extra_rewards: dict[str, Any] | None = None,
+        self,
+        cfg: TrainConfig,
+        *,
+        resume: bool = False,
+        progress=None,
+        extra_rewards: dict[str, Any] | None = None,
         overwrite: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """`extra_rewards` adds reward callables (TRL convention, weight 1) that a config cannot name,
         e.g. sandboxed candidates in reward search; they are scored after `cfg.rewards`. Every input
         is checked before the run folder is touched; a folder holding a run is refused unless
@@ -119,7 +124,7 @@ class GRPOTrainer:
                     "hash": problems_hash(self.dev),
                     "load": self.loads.get("dev"),
                 },
-            },  # fmt: skip
+            },
             model={"path": str(self.model_path), "parameters": sum(p.numel() for p in self.model.parameters())},
             objective=self.ocfg.model_dump(),
             prompt_format=self.fmt.fmt,
@@ -178,8 +183,9 @@ class GRPOTrainer:
         """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
         correction of its log-prob mismatch (`rlvr.grpo.correction`), resolved once."""
         cfg, corr = self.cfg, self.ocfg.rollout_correction
-        self.sampler = make_sampler(cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype,
-                                    seed=cfg.seed)  # fmt: skip
+        self.sampler = make_sampler(
+            cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype, seed=cfg.seed
+        )
         cap = self.ocfg.rollout_correction_cap
         self.correct = None if corr == "none" else functools.partial(resolve_correction(corr), cap=cap)
         self.rollout_stats: dict[str, float] = {}
@@ -214,8 +220,11 @@ class GRPOTrainer:
         long = set(over_long(self.tok, [self.fmt.prompt(p) for p in self.problems], limit))
         self.dev = [p for p in self.dev if not over_long(self.tok, [self.fmt.prompt(p)], limit)]
         if long:
-            warnings.warn(f"{self.cfg.task}: {len(long)} training prompts are longer than {limit} tokens; "
-                          "left out (ids in manifest.json)", stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"{self.cfg.task}: {len(long)} training prompts are longer than {limit} tokens; "
+                "left out (ids in manifest.json)",
+                stacklevel=2,
+            )
         ids = [self.problems[i].id for i in sorted(long)]
         self.problems = [p for i, p in enumerate(self.problems) if i not in long]
         return ids

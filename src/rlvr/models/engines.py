@@ -68,10 +68,23 @@ class Sampler:
         stream (`generator`, else `seed`), so every rank's stream stays in step."""
         if self.vllm is None:
             return sample(
-                model, tok, prompts, n, sampling, greedy=greedy, stop_ids=end_ids, generator=generator, seed=seed,
-                row_offset=row_offset, total_rows=total_rows, rows=rows, entropy=entropy, bf16=bf16,
-                chunk_size=chunk_size, fast=self.engine == "fast",
-            )  # fmt: skip
+                model,
+                tok,
+                prompts,
+                n,
+                sampling,
+                greedy=greedy,
+                stop_ids=end_ids,
+                generator=generator,
+                seed=seed,
+                row_offset=row_offset,
+                total_rows=total_rows,
+                rows=rows,
+                entropy=entropy,
+                bf16=bf16,
+                chunk_size=chunk_size,
+                fast=self.engine == "fast",
+            )
         base = int(torch.randint(0, 2**62, (1,), generator=generator)) if generator is not None else seed
         out = self.vllm.generate(
             encode_prompts(tok, prompts),
@@ -108,7 +121,12 @@ def make_sampler(rollout: RolloutConfig, model: Any, model_path, *, device: str,
     from rlvr.models.vllm_engine import VLLMEngine
 
     vllm = VLLMEngine(
-        model_path, dtype=dtype, gpu_memory_utilization=rollout.gpu_memory_utilization,
-        enforce_eager=rollout.enforce_eager, max_model_len=rollout.max_model_len, seed=seed, **rollout.vllm_kwargs,
-    )  # fmt: skip
+        model_path,
+        dtype=dtype,
+        gpu_memory_utilization=rollout.gpu_memory_utilization,
+        enforce_eager=rollout.enforce_eager,
+        max_model_len=rollout.max_model_len,
+        seed=seed,
+        **rollout.vllm_kwargs,
+    )
     return Sampler("vllm", vllm)

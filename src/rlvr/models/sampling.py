@@ -25,9 +25,15 @@ from rlvr.config import SamplingConfig
 from rlvr.models.decoding import make_decoder
 
 __all__ = [
-    "Completions", "autocast", "sample", "encode_prompts", "over_long", "prompt_token_limit", "stop_string_checker",
+    "Completions",
+    "autocast",
+    "sample",
+    "encode_prompts",
+    "over_long",
+    "prompt_token_limit",
+    "stop_string_checker",
     "vllm_params",
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -106,8 +112,13 @@ def _draw(logits: torch.Tensor, s: SamplingConfig, u: torch.Tensor, greedy: bool
 def vllm_params(s: SamplingConfig, *, greedy: bool = False) -> dict[str, Any]:
     """The `vllm.SamplingParams` fields that `_draw` and the decoding loop read from `s`: the one place
     a sampling setting maps to vLLM (vLLM 0.32 takes top_k 0 as off, temperature 0 as greedy)."""
-    return {"max_tokens": s.max_new_tokens, "temperature": 0.0 if greedy else s.temperature, "top_p": s.top_p,
-            "top_k": s.top_k, "stop": list(s.stop)}  # fmt: skip
+    return {
+        "max_tokens": s.max_new_tokens,
+        "temperature": 0.0 if greedy else s.temperature,
+        "top_p": s.top_p,
+        "top_k": s.top_k,
+        "stop": list(s.stop),
+    }
 
 
 def _uniforms(base: int, step: int, rows: torch.Tensor, total: int) -> torch.Tensor:
@@ -251,10 +262,19 @@ def sample(
             chunk = order[start : start + chunk_size]
             with autocast(model, bf16):
                 toks, trunc, ents = _sample_chunk(
-                    decoder, [encoded[i] for i in chunk], global_rows[start : start + len(chunk)], s,
-                    greedy=greedy, stop_ids=stop_set, stop_hit=stop_hit, pad_id=pad_id, base=base,
-                    total=total_rows or len(order), device=device, entropy=entropy,
-                )  # fmt: skip
+                    decoder,
+                    [encoded[i] for i in chunk],
+                    global_rows[start : start + len(chunk)],
+                    s,
+                    greedy=greedy,
+                    stop_ids=stop_set,
+                    stop_hit=stop_hit,
+                    pad_id=pad_id,
+                    base=base,
+                    total=total_rows or len(order),
+                    device=device,
+                    entropy=entropy,
+                )
             tokens += toks
             truncated += trunc
             entropies += ents or []
