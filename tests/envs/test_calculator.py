@@ -139,3 +139,26 @@ def test_sft_demos_then_grpo_and_eval_with_the_calculator(tmp_path: Path) -> Non
     bad.write_text(sft.read_text().replace("prompt_format: chat", "prompt_format: plain"))
     r = cli.invoke(app, ["sft", "--config", str(bad), "--out", str(tmp_path / "bad")])
     assert r.exit_code == 2 and "chat" in r.output and not (tmp_path / "bad").exists()
+
+
+@pytest.mark.slow  # about a minute: the example configs as a new user runs them, with few steps
+def test_the_calculator_examples_run_from_a_fresh_clone(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rlvr.cli import app
+
+    root, cli = Path(__file__).resolve().parents[2], CliRunner()
+    ex = root / "examples"
+    for args in (
+        ["sft", "--config", str(ex / "calculator-sft.yaml"), "--steps", "2", "--out", str(tmp_path / "sft")],
+        ["train", "--config", str(ex / "calculator.yaml"), "--model", str(tmp_path / "sft" / "model"), "--steps", "1",
+         "--out", str(tmp_path / "grpo")],
+        ["eval", "--config", str(ex / "calculator-eval.yaml"), "--model", str(tmp_path / "grpo" / "model"),
+         "--problems", "4", "--samples", "2", "--ks", "1,2", "--out", str(tmp_path / "eval")],
+        ["eval", "--config", str(ex / "calculator-notool-eval.yaml"), "--model", str(tmp_path / "grpo" / "model"),
+         "--problems", "4", "--samples", "2", "--ks", "1,2", "--out", str(tmp_path / "eval-notool")],
+    ):  # fmt: skip
+        r = cli.invoke(app, args)
+        assert r.exit_code == 0, (args, r.output)
+    assert "tool_use" in json.loads((tmp_path / "eval" / "eval.json").read_text())["metrics"]
+    assert "tool_use" not in json.loads((tmp_path / "eval-notool" / "eval.json").read_text())["metrics"]
