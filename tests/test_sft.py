@@ -50,9 +50,9 @@ def test_answer_only_targets_start_at_answer_only_from(tmp_path: Path, monkeypat
 
     seen: list[list[int]] = []
 
-    def spy(model, idx, prompt_ids, target_ids, pad_id, cfg):
+    def spy(model, idx, prompt_ids, target_ids, pad_id, cfg, masks=None):
         seen.append([len(target_ids[i]) for i in idx])
-        return real(model, idx, prompt_ids, target_ids, pad_id, cfg)
+        return real(model, idx, prompt_ids, target_ids, pad_id, cfg, masks)
 
     real = sft._accumulate
     monkeypatch.setattr(sft, "_accumulate", spy)

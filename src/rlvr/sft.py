@@ -168,11 +168,12 @@ def _demos(cfg: SFTConfig, tok, fmt: PromptFormatter, problems: list[Problem]) -
         raise DataError(f"demos: {e}") from None
 
 
-def _accumulate(model, idx: list[int], prompt_ids, target_ids, masks, pad_id: int, cfg: SFTConfig) -> torch.Tensor:
+def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg: SFTConfig, masks=None) -> torch.Tensor:
     """Backpropagate the token-mean cross-entropy of the batch `idx` as `cfg.length_buckets`
     micro-batches of rows sorted by length, each scaled by the whole batch's token count, so that the
     gradient is the batch's; returns the batch loss. `masks[i]` (when given) says which of a row's
     target tokens are the model's (1) and which an environment's (0, context only)."""
+    masks = masks or {}
     rows = sorted(idx, key=lambda i: len(prompt_ids[i]) + len(target_ids[i]))
     n_tokens = sum(sum(masks[i]) if i in masks else len(target_ids[i]) for i in rows)
     size = math.ceil(len(rows) / cfg.length_buckets)
@@ -261,7 +262,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
             idx, order = order[: cfg.batch_size], order[cfg.batch_size :]
             opt.zero_grad(set_to_none=True)
             target_ids = mixed_ids if step > mixed_from else worked_ids
-            loss = _accumulate(model, idx, prompt_ids, target_ids, masks, tok.pad_token_id, cfg)
+            loss = _accumulate(model, idx, prompt_ids, target_ids, tok.pad_token_id, cfg, masks)
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
             sched.step()
