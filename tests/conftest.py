@@ -184,8 +184,10 @@ class ScriptedSampler:
         self.prompts += [list(p) for p in prompts]
         toks = [self.turns.pop(0)[: sampling.max_new_tokens] for _ in prompts]
         ends = set(end_ids)
-        return Completions(list(range(len(prompts))), toks, tok.batch_decode(toks, skip_special_tokens=True),
-                           [not t or t[-1] not in ends for t in toks], [0.5] * len(toks))  # fmt: skip
+        # truncated: at the cap without an end token; a shorter turn without one ended at a stop string
+        cut = [len(t) >= sampling.max_new_tokens and (not t or t[-1] not in ends) for t in toks]
+        return Completions(list(range(len(prompts))), toks, tok.batch_decode(toks, skip_special_tokens=True), cut,
+                           [0.5] * len(toks))  # fmt: skip
 
 
 @pytest.fixture

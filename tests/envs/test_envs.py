@@ -183,6 +183,28 @@ def test_the_trained_sequence_is_what_the_engine_saw(
     assert rendered[: len(canonical)] == canonical and tok.decode(rendered[len(canonical) :]) == "\n"
 
 
+def test_a_turn_stopped_at_the_call_end_gets_the_end_of_turn_token_from_the_environment(
+    real_model_dir: Path, scripted_sampler
+) -> None:
+    """`sampling.stop: ["</tool_call>"]` ends a turn at the call's end, before the model's `<|im_end|>`:
+    the environment's tokens then start with the template's `<|im_end|>` (mask 0), and the sequence is
+    still the template's own rendering of the conversation."""
+    tok = _tokenizer(real_model_dir, str(QWEN_STYLE))
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    turn1, turn2 = enc(_call("multiply", '{"a": 3, "b": 4}')), enc("It is 12") + [end]
+    row = {"question": "What is 3 times 4?"}
+    c = Conversation.start(Calculator(), row, [{"role": "user", "content": row["question"]}], EnvLimits())
+    s = SamplingConfig(max_new_tokens=64, stop=["</tool_call>"])
+    (t,) = run_conversations(None, tok, [c], s, end_ids=[end], sampler=scripted_sampler([turn1, turn2]))
+    (a, b), (c2, d) = t.turns
+    assert t.ids[a:b] == turn1 and t.ids[b] == end and t.mask[b] == 0 and t.ids[c2:d] == turn2
+    assert c.ended_by == "answer" and c.tool_calls == 1 and not t.truncated
+    plain = [{k: v for k, v in m.items() if k != "tool_calls"} for m in c.messages]
+    rendered = enc(tok.apply_chat_template(plain, tools=c.schemas(), tokenize=False))
+    assert rendered[: len(t.prompt_ids) + len(t.ids)] == t.prompt_ids + t.ids
+
+
 def test_turn_limits_and_budget_end_conversations(real_model_dir: Path, scripted_sampler) -> None:
     tok = _tokenizer(real_model_dir, None)
     end = tok.convert_tokens_to_ids("<|im_end|>")

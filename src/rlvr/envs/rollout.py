@@ -7,8 +7,9 @@ already in the sequence is decoded and encoded again:
 
 - the first prompt is the chat template's rendering of the first messages (with the tools' JSON
   schemas as `tools=`), tokenised once;
-- each assistant turn is what the engine returned, token for token, ending at an end-of-turn token
-  (or cut at its token limit, which ends the conversation);
+- each assistant turn is what the engine returned, token for token, ending at an end-of-turn token or
+  at a `sampling.stop` string such as `</tool_call>` (then the template's end-of-turn token opens the
+  observation, as the environment's); a turn cut at its token limit ends the conversation;
 - each observation is rendered once through the template against a fixed prefix and diffed (TRL's
   suffix diff): `render(prefix + tool messages, add_generation_prompt)` minus `render(prefix)`, after
   the tokens the template writes behind an assistant's end-of-turn token (ChatML's newline after
@@ -57,9 +58,13 @@ class ChatRenderer:
         """The first prompt: the messages rendered with a generation prompt."""
         return self._render(messages, tools, True)
 
-    def observation(self, tool_messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
-        """The environment's tokens after an assistant turn that ended with an end-of-turn token: what
-        the template writes behind that token, the tool messages, and the next generation prompt."""
+    def observation(
+        self, tool_messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, closed: bool = True
+    ) -> list[int]:
+        """The environment's tokens after an assistant turn: what the template writes behind the turn's
+        end-of-turn token, the tool messages, and the next generation prompt. A turn that a stop string
+        ended at the call's end (`closed=False`, no end-of-turn token sampled) gets the template's
+        end-of-turn token first, as the environment's."""
         base = self._render(_PREFIX, tools, False)
         full = self._render([*_PREFIX, *tool_messages], tools, True)
         if full[: len(base)] != base:
@@ -67,7 +72,7 @@ class ChatRenderer:
         ends = [i for i, t in enumerate(base) if t in self.end_ids]
         if not ends:
             raise RenderError("the chat template ends no assistant turn with an end-of-turn token")
-        return base[ends[-1] + 1 :] + full[len(base) :]
+        return base[ends[-1] + (1 if closed else 0) :] + full[len(base) :]
 
 
 @dataclass
@@ -173,7 +178,7 @@ def run_conversations(
                 t.logprobs = (t.logprobs or [0.0] * (len(t.ids) - len(turn))) + list(engine_logp[k][: len(turn)])
             ent = comp.entropy[k] if comp.entropy else float("nan")
             t.entropy_sum += ent * len(turn) if ent == ent else 0.0
-            if not turn or turn[-1] not in ends:  # cut at its limit: no end-of-turn, nothing to answer
+            if not turn or comp.truncated[k] or len(comp.tokens[k]) > caps[k]:  # cut at its limit: nothing to answer
                 t.truncated = True
                 c.messages.append({"role": "assistant", "content": decode(turn)})
                 c.end("truncated")
@@ -181,7 +186,7 @@ def run_conversations(
             observation = c.step(decode(turn))
             if observation is None:
                 continue
-            obs = renderer.observation(observation, c.schemas())
+            obs = renderer.observation(observation, c.schemas(), closed=turn[-1] in ends)
             if len(t.ids) + len(obs) > c.limits.max_total_tokens:
                 t.truncated = True
                 c.end("budget")
