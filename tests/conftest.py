@@ -194,3 +194,28 @@ class ScriptedSampler:
 def scripted_sampler() -> type[ScriptedSampler]:
     """An engine that returns scripted turns (tests of token-in/token-out rollouts)."""
     return ScriptedSampler
+
+
+@pytest.fixture(scope="session")
+def calculator_model(tmp_path_factory) -> Callable[[int], Path]:
+    """`calculator_model(hidden)`: a tiny chat model (2 heads of hidden/2) after 40 SFT steps on
+    calculator conversations (about 10 s, built once per size): it writes calls (some malformed),
+    answers and junk, so conversations run 0-3 turns."""
+    built: dict[int, Path] = {}
+
+    def build(hidden: int) -> Path:
+        from rlvr.config import load_config
+        from rlvr.sft import SFTConfig, run_sft
+
+        if hidden not in built:
+            demos = {"env": {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 6}}, "share": 0.6}
+            cfg = {
+                "tiny": {"hidden_size": hidden, "num_layers": 2, "num_heads": 2, "intermediate_size": 2 * hidden},
+                "preset": "small", "n_train": 64, "steps": 40, "batch_size": 16, "lr": 1e-2, "warmup_steps": 0,
+                "threads": 1, "sampling": {"prompt_format": "chat"}, "demos": demos,
+                "out": str(tmp_path_factory.mktemp(f"calc{hidden}") / "sft"),
+            }  # fmt: skip
+            built[hidden] = run_sft(load_config(SFTConfig, None, cfg)) / "model"
+        return built[hidden]
+
+    return build

@@ -77,30 +77,14 @@ def test_a_demonstration_is_what_a_rollout_holds_token_for_token(tiny_chat, scri
     assert tok(rendered, add_special_tokens=False)["input_ids"] == t.prompt_ids + t.ids + tok("\n")["input_ids"]
 
 
-@pytest.fixture(scope="module")
-def calc_model_dir(tmp_path_factory) -> Path:
-    """The tiny chat model after 40 SFT steps on calculator conversations (about 10 s): it writes
-    calls, answers and junk, so conversations run 1-3 turns."""
-    from rlvr.config import load_config
-    from rlvr.sft import SFTConfig, run_sft
-
-    demos = {"env": {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 6}}, "share": 0.6}
-    cfg = {
-        "tiny": {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64},
-        "preset": "small", "n_train": 64, "steps": 40, "batch_size": 16, "lr": 1e-2, "warmup_steps": 0,
-        "threads": 1, "sampling": {"prompt_format": "chat"}, "demos": demos,
-        "out": str(tmp_path_factory.mktemp("calc") / "sft"),
-    }  # fmt: skip
-    return run_sft(load_config(SFTConfig, None, cfg)) / "model"
-
-
-def test_hf_and_fast_engines_hold_the_same_conversations(calc_model_dir: Path) -> None:
+def test_hf_and_fast_engines_hold_the_same_conversations(calculator_model) -> None:
     """Real sampling on the tiny model through both local engines: every turn's engine prompt is the
     sequence so far, and the two engines (the same random stream) hold the same conversations."""
     from rlvr.models.engines import Sampler
     from rlvr.models.load import load_model, load_tokenizer
 
-    model, tok = load_model(calc_model_dir), load_tokenizer(calc_model_dir)
+    model_dir = calculator_model(32)
+    model, tok = load_model(model_dir), load_tokenizer(model_dir)
     fmt = PromptFormatter.create(tok, "chat")
     spec = EnvSpec(factory="rlvr.envs.calculator:Calculator", limits=EnvLimits(max_turns=3, max_total_tokens=128))
     runner = EnvRunner.build(spec, tok, fmt, None)

@@ -159,23 +159,7 @@ def test_sigterm_stops_both_ranks_at_the_same_step_and_resume_finishes(tmp_path,
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.fixture(scope="module")
-def tool_using_model_dir(tmp_path_factory) -> Path:
-    """The tiny chat model after 40 SFT steps on calculator conversations (about 10 s): it writes
-    calls, answers and junk, so conversations run 0-3 turns, differently on each rank."""
-    from rlvr.sft import SFTConfig, run_sft
-
-    demos = {"env": {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 6}}, "share": 0.6}
-    cfg = {
-        "tiny": {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64},
-        "preset": "small", "n_train": 64, "steps": 40, "batch_size": 16, "lr": 1e-2, "warmup_steps": 0,
-        "threads": 1, "sampling": {"prompt_format": "chat"}, "demos": demos,
-        "out": str(tmp_path_factory.mktemp("calc") / "sft"),
-    }  # fmt: skip
-    return run_sft(load_config(SFTConfig, None, cfg)) / "model"
-
-
-def test_two_ranks_equal_one_process_with_an_environment(tmp_path, tool_using_model_dir) -> None:
+def test_two_ranks_equal_one_process_with_an_environment(tmp_path, calculator_model) -> None:
     """Multi-turn conversations: each rank runs its block, every rank keeps sampling until no rank has
     a conversation left; weights, rewards and `env/` statistics equal one process's."""
     env = {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 3, "max_total_tokens": 96}}
@@ -183,8 +167,9 @@ def test_two_ranks_equal_one_process_with_an_environment(tmp_path, tool_using_mo
     reward = tmp_path / "calls.py"  # the untrained model's outcome is always 0: reward the turns taken
     reward.write_text("def calls(completions, **kw):\n    return [len(c) / 4 for c in completions]\n")
     kw["rewards"] = [{"name": "outcome", "weight": 0.0}, {"file": str(reward), "function": "calls"}]
-    GRPOTrainer(load_config(TrainConfig, _config(tmp_path, tool_using_model_dir, "one", **kw))).train()
-    _torchrun("--config", str(_config(tmp_path, tool_using_model_dir, "two", **kw)))
+    model = calculator_model(32)
+    GRPOTrainer(load_config(TrainConfig, _config(tmp_path, model, "one", **kw))).train()
+    _torchrun("--config", str(_config(tmp_path, model, "two", **kw)))
     _assert_same(tmp_path / "one", tmp_path / "two")
     ma, mb = _metrics(tmp_path / "one"), _metrics(tmp_path / "two")
     for ra, rb in zip(ma, mb, strict=True):

@@ -250,31 +250,15 @@ def test_grpo_with_vllm_rollouts_syncs_every_step(tiny_dir: Path, tmp_path: Path
         tr.sampler.close()
 
 
-@pytest.fixture(scope="module")
-def calc_tiny_dir(tmp_path_factory) -> Path:
-    """A tiny chat model (head size 32) after 40 SFT steps on calculator conversations: it writes calls
-    (some malformed, answered with errors), answers and junk."""
-    from rlvr.config import load_config
-    from rlvr.sft import SFTConfig, run_sft
-
-    demos = {"env": {"factory": "rlvr.envs.calculator:Calculator", "limits": {"max_turns": 6}}, "share": 0.6}
-    cfg = {
-        "tiny": {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "intermediate_size": 128},
-        "preset": "small", "n_train": 64, "steps": 40, "batch_size": 16, "lr": 1e-2, "warmup_steps": 0,
-        "threads": 1, "sampling": {"prompt_format": "chat"}, "demos": demos,
-        "out": str(tmp_path_factory.mktemp("vllm-calc") / "sft"),
-    }  # fmt: skip
-    return run_sft(load_config(SFTConfig, None, cfg)) / "model"
-
-
-def test_vllm_serves_multi_turn_conversations_token_in_token_out(calc_tiny_dir: Path) -> None:
+def test_vllm_serves_multi_turn_conversations_token_in_token_out(calculator_model) -> None:
     """Token-id prompts per turn: each turn's prompt is the sequence so far, its tokens are kept as
     vLLM sampled them, and the engine's log-probs over the model's tokens (what the mismatch correction
     compares) are the trainer's at the same positions; the environment's tokens carry none."""
     from rlvr.envs import EnvLimits, EnvRunner, EnvSpec
     from rlvr.models.engines import Sampler
 
-    model, tok = load_model(calc_tiny_dir).eval(), load_tokenizer(calc_tiny_dir)
+    model_dir = calculator_model(64)  # head size 32: vLLM's CPU attention needs it
+    model, tok = load_model(model_dir).eval(), load_tokenizer(model_dir)
     seen: list[list[list[int]]] = []
 
     class Recording(Sampler):
@@ -282,7 +266,7 @@ def test_vllm_serves_multi_turn_conversations_token_in_token_out(calc_tiny_dir: 
             seen.append([list(p) for p in prompts])
             return super().sample(model, tok, prompts, n, sampling, **kw)
 
-    engine = VLLMEngine(calc_tiny_dir, max_model_len=256, kv_cache_memory_bytes=KV_BYTES, max_num_batched_tokens=256)
+    engine = VLLMEngine(model_dir, max_model_len=256, kv_cache_memory_bytes=KV_BYTES, max_num_batched_tokens=256)
     try:
         fmt = PromptFormatter.create(tok, "chat")
         spec = EnvSpec(factory="rlvr.envs.calculator:Calculator", limits=EnvLimits(max_turns=3, max_total_tokens=128))
