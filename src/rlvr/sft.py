@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -152,18 +153,37 @@ def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConf
     return worked, worked if mixed is problems else encode(mixed)
 
 
-def _demos(cfg: SFTConfig, tok, fmt: PromptFormatter, problems: list[Problem]) -> dict[int, Trajectory]:
-    """The demonstration conversations of `cfg.demos.share` of the problems (drawn with the seed), by
-    problem index; {} without `demos`."""
+def _demo_turns(cfg: SFTConfig, problems: list[Problem]) -> dict[int, list[str]]:
+    """The scripted assistant turns of `cfg.demos.share` of the problems (drawn with the seed), by
+    problem index; {} without `demos`. A script that fails is a DataError naming the problem."""
+    if cfg.demos is None:
+        return {}
+    try:
+        script = load_factory(cfg.demos.script)
+    except ValueError as e:
+        raise DataError(f"demos: {e}") from None
+    rng = random.Random(f"rlvr.sft/demos/{cfg.seed}")
+    out = {}
+    for i, p in enumerate(problems):
+        if rng.random() < cfg.demos.share:
+            try:
+                out[i] = [str(t) for t in script(p)]
+            except Exception as e:  # noqa: BLE001 - the user's script: name it, the problem and the error
+                raise DataError(f"demos: {cfg.demos.script} on {p.id}: {type(e).__name__}: {e}") from None
+    return out
+
+
+def _demos(
+    cfg: SFTConfig, tok, fmt: PromptFormatter, problems: list[Problem], turns: dict[int, list[str]]
+) -> dict[int, Trajectory]:
+    """The demonstration conversations (`_demo_turns`) run through the environment, by problem index."""
     if cfg.demos is None:
         return {}
     if fmt.fmt != "chat":
         raise DataError("demos: conversations need a chat template: set sampling.prompt_format: chat")
     try:
-        script, runner = load_factory(cfg.demos.script), EnvRunner.build(cfg.demos.env, tok, fmt, fmt.system_prompt)
-        rng = random.Random(f"rlvr.sft/demos/{cfg.seed}")
-        picked = [i for i in range(len(problems)) if rng.random() < cfg.demos.share]
-        return {i: runner.demonstrate(tok, problems[i], script(problems[i]), fmt.end_id) for i in picked}
+        runner = EnvRunner.build(cfg.demos.env, tok, fmt, fmt.system_prompt)
+        return {i: runner.demonstrate(tok, problems[i], t, fmt.end_id) for i, t in turns.items()}
     except ValueError as e:
         raise DataError(f"demos: {e}") from None
 
@@ -192,17 +212,18 @@ def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg:
     return total
 
 
-def _build_model(cfg: SFTConfig, problems: list[Problem]):
-    """(tokenizer, model): the embedded tiny model built from the task's plain-format text, or a
-    local HF model."""
+def _build_model(cfg: SFTConfig, problems: list[Problem], demo_turns: dict[int, list[str]]):
+    """(tokenizer, model): the embedded tiny model built from the task's plain-format text (and the
+    demonstrations' words), or a local HF model."""
     if cfg.model != "tiny":
         return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
     texts = [format_prompt(p.question) + format_target(p) for p in problems]
-    if cfg.demos is not None:  # the words of the demonstrations' calls
-        try:
-            texts += load_factory(cfg.demos.script)(problems[0])
-        except ValueError as e:
-            raise DataError(f"demos: {e}") from None
+    if cfg.demos is not None:  # the words of the demonstrations: the first problem's turns, then any word they lack
+        texts += load_factory(cfg.demos.script)(problems[0])
+        known = {w for t in texts for w in re.findall(r"[A-Za-z]+", t)}
+        extra = {w for ts in demo_turns.values() for t in ts for w in re.findall(r"[A-Za-z]+", t)} - known
+        if extra:
+            texts.append(" ".join(sorted(extra)))
     tok = build_tokenizer(texts, chat=cfg.sampling.prompt_format == "chat")
     model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
     tok.padding_side = "left"
@@ -223,9 +244,10 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     problems = replay(load)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")
-    tok, model = _build_model(cfg, problems)
+    demo_turns = _demo_turns(cfg, problems)
+    tok, model = _build_model(cfg, problems, demo_turns)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
-    demos = _demos(cfg, tok, fmt, problems)
+    demos = _demos(cfg, tok, fmt, problems, demo_turns)
     model.to(cfg.device).train()
     size = sum(p.numel() * p.element_size() for p in model.parameters())
     check_space(cfg.out, 2 * size, "the model and its tokenizer")

@@ -179,6 +179,36 @@ def test_sft_demos_then_grpo_and_eval_with_the_calculator(tmp_path: Path) -> Non
     assert r.exit_code == 2 and "chat" in r.output and not (tmp_path / "bad").exists()
 
 
+def test_demo_scripts_words_reach_the_vocabulary_and_a_failing_script_is_one_line(tmp_path: Path) -> None:
+    """Every word the demonstrations write is in the tiny vocabulary (not only the first problem's);
+    a script that raises stops `rlvr sft` with one line naming it and the problem, before the folder."""
+    from typer.testing import CliRunner
+
+    from rlvr.cli import app
+    from rlvr.models.load import load_tokenizer
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        'def answer(p):\n    return [f\'{p.id.split("-")[-1] == "3" and "zebra" or "so"} #### {p.answer}\']\n'
+        "def broken(p):\n    raise KeyError('steps')\n"
+    )
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text(
+        "tiny: {hidden_size: 16, num_layers: 1, num_heads: 2, intermediate_size: 32}\npreset: small\nn_train: 8\n"
+        "steps: 1\nbatch_size: 4\nthreads: 1\nsampling: {prompt_format: chat}\n"
+        f"demos: {{env: {{factory: 'rlvr.envs.calculator:Calculator'}}, script: '{script}:answer', share: 1.0}}\n"
+    )
+    cli = CliRunner()
+    r = cli.invoke(app, ["sft", "--config", str(cfg), "--out", str(tmp_path / "ok")])
+    assert r.exit_code == 0, r.output
+    tok = load_tokenizer(tmp_path / "ok" / "model")
+    assert tok.unk_token_id not in tok(" zebra", add_special_tokens=False)["input_ids"]  # problem 3's word only
+    cfg.write_text(cfg.read_text().replace(":answer", ":broken"))
+    r = cli.invoke(app, ["sft", "--config", str(cfg), "--out", str(tmp_path / "bad")])
+    assert r.exit_code == 2 and "broken on arith-small-train-0-0: KeyError" in r.output
+    assert not (tmp_path / "bad").exists()
+
+
 @pytest.mark.slow  # about a minute: the example configs as a new user runs them, with few steps
 def test_the_calculator_examples_run_from_a_fresh_clone(tmp_path: Path) -> None:
     from typer.testing import CliRunner
