@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,15 +85,10 @@ def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) 
     return Metric(value=float(values.mean()), ci=[low, high], k=k, n=n, tokens_per_problem=tokens)
 
 
-@dataclass(frozen=True)
-class Summary:
-    metrics: dict[str, Metric]
-    by_difficulty: dict[str, DifficultyResult]
-    per_problem: list[ProblemResult]
-
-
-def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig) -> Summary:
-    """Every metric, with CI and budget, plus per-problem results and the difficulty breakdown."""
+def summarize_scores(
+    problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig
+) -> dict[str, Any]:
+    """eval.json's `metrics` (each with CI and budget), `by_difficulty` and `per_problem`."""
     n = sampled.correct.shape[1]
     c = sampled.correct.sum(1)
     tok_per_sample = float(sampled.tokens.mean())
@@ -129,7 +123,7 @@ def summarize_scores(problems: list[Problem], sampled: Scored, greedy: Scored | 
             pass_at_1=float(sampled.correct[m].mean()),
             **({"greedy": float(greedy.correct[m, 0].mean())} if greedy is not None else {}),
         )
-    return Summary(metrics, by_diff, per_problem)
+    return {"metrics": metrics, "by_difficulty": by_diff, "per_problem": per_problem}
 
 
 def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, prompts: list[str]) -> list[EvalSample]:
@@ -189,7 +183,7 @@ def _result(
     seconds: float,
 ) -> EvalResult:
     """The `eval.json` record (schema in docs/evaluation.md); fields a run lacks (no greedy) are unset."""
-    s, scores = cfg.sampling, summarize_scores(problems, sampled, greedy, cfg)
+    s = cfg.sampling
     return EvalResult(
         model=model,
         task=cfg.task,
@@ -209,9 +203,7 @@ def _result(
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
         tokens_per_sample=float(sampled.tokens.mean()),
         **({"env_tokens_per_sample": float(sampled.env_tokens.mean())} if sampled.env_tokens is not None else {}),
-        metrics=scores.metrics,
-        by_difficulty=scores.by_difficulty,
-        per_problem=scores.per_problem,
+        **summarize_scores(problems, sampled, greedy, cfg),
         fidelity=fidelity_metrics(problems, sampled),
         seconds=seconds,
     )
@@ -245,32 +237,17 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     ref = {"task": cfg.task, "n": len(problems), "hash": data_hash, "load": load}
     run.write_manifest(seeds={"sampling": cfg.seed}, data={cfg.split: ref}, prompt_format=fmt.fmt)
     t0 = time.perf_counter()
+    common: dict[str, Any] = {
+        "sampling": s,
+        "seed": cfg.seed,
+        "bf16": cfg.bf16,
+        "sampler": sampler,
+        "verify": task.verify,
+    }
     if env is not None:
-        sample_kw = functools.partial(
-            score_conversations,
-            model,
-            tok,
-            problems,
-            env,
-            sampling=s,
-            seed=cfg.seed,
-            bf16=cfg.bf16,
-            sampler=sampler,
-            verify=task.verify,
-        )
+        sample_kw = functools.partial(score_conversations, model, tok, problems, env, **common)
     else:
-        sample_kw = functools.partial(
-            sample_and_score,
-            model,
-            tok,
-            problems,
-            sampling=s,
-            formatter=fmt,
-            seed=cfg.seed,
-            bf16=cfg.bf16,
-            sampler=sampler,
-            verify=task.verify,
-        )
+        sample_kw = functools.partial(sample_and_score, model, tok, problems, formatter=fmt, **common)
     rerun = " ".join(["rlvr", "eval", "--config", str(run.path / "config.yaml"), "--overwrite"])
     try:
         with StopRequest(
