@@ -6,7 +6,7 @@ no display, no global state); deterministic: fixed size and dpi, no timestamp or
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +68,24 @@ def _new_figure() -> tuple[Figure, Axes]:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.grid(True, alpha=0.3)
+    ax.set_xscale("log", base=2)
     return fig, ax
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def _families(metrics: Mapping[str, Metric]) -> Iterator[tuple[str, str, Series]]:
+    """(family, line style, points) of pass@k and, when it has two points or more, maj@k."""
+    for family, style in (("pass", "-o"), ("maj", "--s")):
+        s = metric_series(metrics, family)
+        if family == "pass" or len(s) >= 2:
+            yield family, style, s
+
+
+def _save(fig: Figure, path: Path, xlabel: str, title: str) -> Path:
     ax = fig.axes[0]
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="best")
     ax.set_ylim(0.0, min(1.02, ax.get_ylim()[1] * 1.1 + 0.02))  # from 0; headroom for labels
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
@@ -95,23 +108,15 @@ def plot_pass_at_k(runs: Sequence[tuple[str, EvalResult]], path: Path, title: st
     for i, ((label, e), color) in enumerate(zip(runs, _colors(len(runs)), strict=True)):
         metrics = e.metrics
         dodge = 2.0 ** (0.04 * (i - (len(runs) - 1) / 2))  # side by side, so CI bars do not overlap
-        for family, style in (("pass", "-o"), ("maj", "--s")):
-            s = metric_series(metrics, family)
-            if family == "maj" and len(s) < 2:
-                continue
+        for family, style, s in _families(metrics):
             ks |= {p[0] for p in s}
             _errorbar(ax, [p[0] * dodge for p in s], s, fmt=style, color=color, label=f"{label} {family}@k")
         if "greedy" in metrics:
             gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [0.9 * dodge], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
-    ax.set_xscale("log", base=2)
     if ks:
         ax.set_xticks(sorted(ks))
-    ax.set_xlabel("k (samples per problem)")
-    ax.set_ylabel("accuracy")
-    ax.set_title(title or "pass@k and maj@k (95% CI)")
-    ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return _save(fig, path, "k (samples per problem)", title or "pass@k and maj@k (95% CI)")
 
 
 def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, title: str | None = None) -> Path:
@@ -120,10 +125,7 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, 
     fig, ax = _new_figure()
     for (label, e), color in zip(runs, _colors(len(runs)), strict=True):
         metrics = e.metrics
-        for family, style in (("pass", "-o"), ("maj", "--s")):
-            s = metric_series(metrics, family)
-            if family == "maj" and len(s) < 2:
-                continue
+        for family, style, s in _families(metrics):
             xs = [p[4] for p in s]
             _errorbar(ax, xs, s, fmt=style, color=color, label=f"{label} {family}@k")
             for x, p in zip(xs, s, strict=True):
@@ -131,12 +133,7 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, 
         if "greedy" in metrics:
             gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [gs[0][4]], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("tokens per problem")
-    ax.set_ylabel("accuracy")
-    ax.set_title(title or "accuracy at a token budget (labels: k)")
-    ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return _save(fig, path, "tokens per problem", title or "accuracy at a token budget (labels: k)")
 
 
 def _title(e: EvalResult) -> str:
