@@ -169,8 +169,8 @@ def test_maj_at_k_rejects_bad_k() -> None:
 
 def test_maj_monte_carlo_agrees_with_exact() -> None:
     ks = tuple(range(1, 12))
-    exact = _maj_exact(3, (2,), (3, 1), 2, ks, _pascal(11, 11))
-    mc = _maj_monte_carlo(3, (2,), (3, 1), 2, ks, seed=0, draws=20_000)
+    exact = _maj_exact((3, (2,), (3, 1), 2), ks, _pascal(11, 11))
+    mc = _maj_monte_carlo((3, (2,), (3, 1), 2), ks, seed=0, draws=20_000)
     np.testing.assert_allclose(mc, exact, atol=5 * 0.5 / np.sqrt(20_000))
 
 
@@ -260,7 +260,7 @@ def test_maj_exact_agrees_with_monte_carlo_on_a_wide_spread() -> None:
     answers = ["a", "b", "c", *base, *base, "t", "s", "g", "r", "q", "x", "g", "p"]
     ks = tuple(range(1, 44, 3))
     exact = maj_at_ks(answers, "g", ks)
-    gold_count, higher, lower, n_none = 10, (1, 1, 1, 6, 7), (1, 1, 1, 1, 1, 2, 2, 2, 2), 4
-    assert _priority_counts(answers, "g") == (gold_count, higher, lower, n_none)
-    mc = _maj_monte_carlo(gold_count, higher, lower, n_none, ks, seed=0, draws=20_000)
+    counts = (10, (1, 1, 1, 6, 7), (1, 1, 1, 1, 1, 2, 2, 2, 2), 4)
+    assert _priority_counts(answers, "g") == counts
+    mc = _maj_monte_carlo(counts, ks, seed=0, draws=20_000)
     np.testing.assert_allclose(exact, mc, atol=5 * 0.5 / np.sqrt(20_000))

@@ -19,6 +19,8 @@ from scipy.special import comb, gammaln
 __all__ = ["pass_at_k", "pass_at_k_array", "majority_vote", "maj_at_k", "maj_at_ks", "summarize"]
 
 FloatArray = npt.NDArray[np.float64]
+# gold's count, the sorted counts of the answers first seen before gold, of those after it, and None's
+Counts = tuple[int, tuple[int, ...], tuple[int, ...], int]
 
 # maj@k falls back to Monte-Carlo when the exact count would overflow float64 (log C(n, k) above
 # this) or the dynamic programme would do more multiply-adds than _MAJ_EXACT_MAX_WORK. With the
@@ -135,8 +137,7 @@ def maj_at_ks(answers: Sequence[str | None], gold: str, ks: Sequence[int], *, se
     ks = [operator.index(k) for k in ks]
     if not ks or any(k < 1 or k > n for k in ks):
         raise ValueError(f"maj@k needs non-empty ks with 1 <= k <= n={n}, got ks={ks}")
-    gold_count, higher, lower, n_none = _priority_counts(answers, gold)
-    return _maj_from_counts(gold_count, higher, lower, n_none, tuple(ks), seed)
+    return _maj_from_counts(_priority_counts(answers, gold), tuple(ks), seed)
 
 
 def summarize(
@@ -194,7 +195,7 @@ def _mean_maj(
     """Mean over problems of `maj_at_ks`, shape `(len(ks),)`; problems with equal counts share work."""
     if golds is None or len(golds) != n_problems or len(answers) != n_problems:
         raise ValueError("maj@k needs `answers` and `golds` with one entry per problem")
-    cache: dict[tuple[int, tuple[int, ...], tuple[int, ...], int], FloatArray] = {}
+    cache: dict[Counts, FloatArray] = {}
     pascal = _pascal(n, ks[-1]) if n * ks[-1] <= 4_000_000 else None  # shared by all problems
     total = np.zeros(len(ks), dtype=np.float64)
     for row, gold in zip(answers, golds, strict=True):
@@ -202,16 +203,14 @@ def _mean_maj(
             raise ValueError(f"every answers row needs n={n} entries, got {len(row)}")
         key = _priority_counts(row, gold)
         if key not in cache:
-            cache[key] = _maj_from_counts(*key, tuple(ks), seed, pascal)
+            cache[key] = _maj_from_counts(key, tuple(ks), seed, pascal)
         total += cache[key]
     return total / n_problems
 
 
-def _priority_counts(answers: Sequence[str | None], gold: str) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
-    """(gold count, sorted counts of answers first seen before gold, ... after gold, None count).
-
-    Only these multisets matter for gold's win probability, so they double as a cache key.
-    """
+def _priority_counts(answers: Sequence[str | None], gold: str) -> Counts:
+    """The `Counts` of `answers`: only these multisets matter for gold's win probability, so they double
+    as a cache key."""
     counts = Counter(a for a in answers if a is not None)  # in first-occurrence order
     n_none = sum(a is None for a in answers)
     order = list(counts)
@@ -228,19 +227,12 @@ def _pascal(n: int, k_max: int) -> FloatArray:
     return comb(np.arange(n + 1)[:, None], np.arange(k_max + 1)[None, :])
 
 
-def _maj_from_counts(
-    gold_count: int,
-    higher: tuple[int, ...],
-    lower: tuple[int, ...],
-    n_none: int,
-    ks: tuple[int, ...],
-    seed: int,
-    pascal: FloatArray | None = None,
-) -> FloatArray:
+def _maj_from_counts(counts: Counts, ks: tuple[int, ...], seed: int, pascal: FloatArray | None = None) -> FloatArray:
     """maj@k for each k from answer counts in priority order; exact unless too large.
 
     `pascal` is `_pascal(n, k)` for some k >= max(ks), built here when not given.
     """
+    gold_count, higher, lower, n_none = counts
     if gold_count == 0:
         return np.zeros(len(ks), dtype=np.float64)
     n = gold_count + sum(higher) + sum(lower) + n_none
@@ -250,19 +242,13 @@ def _maj_from_counts(
     k_mid = min(k_max, n // 2)
     log_count = gammaln(n + 1) - gammaln(k_mid + 1) - gammaln(n - k_mid + 1)
     if log_count > _MAJ_EXACT_MAX_LOG_COUNT or work > _MAJ_EXACT_MAX_WORK:
-        return _maj_monte_carlo(gold_count, higher, lower, n_none, ks, seed)
-    return _maj_exact(gold_count, higher, lower, n_none, ks, _pascal(n, k_max) if pascal is None else pascal)
+        return _maj_monte_carlo(counts, ks, seed)
+    return _maj_exact(counts, ks, _pascal(n, k_max) if pascal is None else pascal)
 
 
-def _maj_exact(
-    gold_count: int,
-    higher: tuple[int, ...],
-    lower: tuple[int, ...],
-    n_none: int,
-    ks: tuple[int, ...],
-    pascal: FloatArray,
-) -> FloatArray:
+def _maj_exact(counts: Counts, ks: tuple[int, ...], pascal: FloatArray) -> FloatArray:
     """The generating-function sum of `maj_at_ks`, one row per gold count t (see there)."""
+    gold_count, higher, lower, n_none = counts
     n = gold_count + sum(higher) + sum(lower) + n_none
     k_max = max(ks)
     t = np.arange(1, min(gold_count, k_max) + 1)  # (T,) gold samples in the subset
@@ -293,16 +279,9 @@ def _maj_exact(
     return ways.sum(axis=1) / pascal[n, k_arr]
 
 
-def _maj_monte_carlo(
-    gold_count: int,
-    higher: tuple[int, ...],
-    lower: tuple[int, ...],
-    n_none: int,
-    ks: tuple[int, ...],
-    seed: int,
-    draws: int = _MAJ_MC_DRAWS,
-) -> FloatArray:
+def _maj_monte_carlo(counts: Counts, ks: tuple[int, ...], seed: int, draws: int = _MAJ_MC_DRAWS) -> FloatArray:
     """Monte-Carlo maj@k: draw subset answer counts from the multivariate hypergeometric law."""
+    gold_count, higher, lower, n_none = counts
     colors = np.array([*higher, gold_count, *lower, n_none], dtype=np.int64)  # priority order, None last
     g = len(higher)
     rng = np.random.default_rng(seed)
