@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from rlvr.models.decoding import cache_kw, cache_of
+from rlvr.models.sampling import _left_pad
 
 __all__ = ["Packed", "GroupPacked", "pack", "pack_groups", "completion_logits"]
 
@@ -29,9 +30,7 @@ class Packed:
     mask: torch.Tensor  # (B, Lc) float, 1 on completion tokens
 
     def to(self, device: torch.device | str) -> Packed:
-        return Packed(
-            *(t.to(device) for t in (self.input_ids, self.attention_mask, self.position_ids, self.targets, self.mask))
-        )
+        return Packed(**{f.name: getattr(self, f.name).to(device) for f in dataclasses.fields(self)})
 
 
 def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], pad_id: int) -> Packed:
@@ -41,17 +40,22 @@ def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
     >>> p.input_ids.tolist(), p.position_ids.tolist(), p.mask.tolist()
     ([[5, 6, 8, 0], [0, 7, 9, 10]], [[0, 1, 2, 2], [0, 0, 1, 2]], [[1.0, 0.0], [1.0, 1.0]])
     """
-    b = len(prompts)
-    lp = max(len(p) for p in prompts)
-    lc = max(max((len(c) for c in completions), default=0), 1)
-    ids = torch.full((b, lp + lc), pad_id, dtype=torch.long)
-    attn = torch.zeros((b, lp + lc), dtype=torch.long)
-    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        ids[i, lp - len(p) : lp] = torch.tensor(p, dtype=torch.long)
-        ids[i, lp : lp + len(c)] = torch.tensor(list(c), dtype=torch.long)
-        attn[i, lp - len(p) : lp + len(c)] = 1
+    p_ids, p_mask = _left_pad(prompts, pad_id)
+    c_ids, c_mask = _right_pad(completions, pad_id)
+    ids, attn = torch.cat([p_ids, c_ids], dim=1), torch.cat([p_mask, c_mask], dim=1)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    return Packed(ids, attn, pos, ids[:, lp:].clone(), attn[:, lp:].float())
+    return Packed(ids, attn, pos, c_ids, c_mask.float())
+
+
+def _right_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ids and mask (N, Lc) of completions right-padded to the longest (at least one column)."""
+    width = max(max((len(s) for s in seqs), default=0), 1)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
+        mask[i, : len(s)] = 1
+    return ids, mask
 
 
 @dataclass
@@ -92,19 +96,9 @@ def pack_groups(
     if len(sizes) != k or sum(sizes) != len(completions):
         raise ValueError(f"{len(completions)} completions do not split into groups of {sizes} for {k} prompts")
     prompt_of = torch.repeat_interleave(torch.arange(k), torch.tensor(sizes, dtype=torch.long))
-    lp = max(len(p) for p in prompts)
-    lc = max(max((len(c) for c in completions), default=0), 1)
-    p_ids = torch.full((k, lp), pad_id, dtype=torch.long)
-    p_mask = torch.zeros((k, lp), dtype=torch.long)
-    for j, p in enumerate(prompts):
-        p_ids[j, lp - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-        p_mask[j, lp - len(p) :] = 1
-    n = len(completions)
-    c_ids = torch.full((n, lc), pad_id, dtype=torch.long)
-    c_mask = torch.zeros((n, lc), dtype=torch.long)
-    for i, c in enumerate(completions):
-        c_ids[i, : len(c)] = torch.tensor(list(c), dtype=torch.long)
-        c_mask[i, : len(c)] = 1
+    p_ids, p_mask = _left_pad(prompts, pad_id)
+    c_ids, c_mask = _right_pad(completions, pad_id)
+    lc = c_ids.shape[1]
     p_len = p_mask.sum(1)[prompt_of]  # (N,)
     return GroupPacked(
         prompt_ids=p_ids,
