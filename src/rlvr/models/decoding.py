@@ -118,18 +118,28 @@ def _plain_lora(model) -> bool:
     return True
 
 
+def merged_weight(module) -> torch.Tensor:
+    """A peft LoRA layer's effective weight: base weight plus `scaling * B @ A` of each active, unmerged
+    plain-LoRA adapter (`get_delta_weight`), i.e. the weight its forward applies."""
+    w = module.base_layer.weight
+    if getattr(module, "merged", False) or getattr(module, "disable_adapters", False):
+        return w
+    for a in module.active_adapters:
+        present = a in getattr(module, "lora_A", {}) or a in getattr(module, "lora_embedding_A", {})
+        if not present:
+            continue
+        if a in (getattr(module, "lora_variant", None) or {}):
+            raise NotImplementedError(f"LoRA variant (e.g. DoRA) of adapter {a!r} cannot be merged for vLLM")
+        w = w + module.get_delta_weight(a).to(w.dtype)
+    return w
+
+
 def _weight(linear) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """A linear layer's effective weight and bias: a LoRA layer's base weight plus its active,
-    unmerged adapters' `scaling * B @ A` (what its forward computes), else the layer's own."""
+    """A linear layer's effective weight and bias: a LoRA layer's `merged_weight`, else the layer's own."""
     base = getattr(linear, "base_layer", None)
     if base is None or not hasattr(linear, "lora_A"):
         return linear.weight, linear.bias
-    w = base.weight
-    if not linear.merged and not linear.disable_adapters:
-        for a in linear.active_adapters:
-            if a in linear.lora_A:
-                w = w + linear.get_delta_weight(a).to(w.dtype)
-    return w, base.bias
+    return merged_weight(linear), base.bias
 
 
 class _Layer:

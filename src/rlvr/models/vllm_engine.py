@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from rlvr.config import SamplingConfig
+from rlvr.models.decoding import merged_weight
 from rlvr.models.sampling import Completions, vllm_params
 
 __all__ = ["VLLMCompletions", "VLLMEngine", "hf_weights", "INSTALL_HINT"]
@@ -53,22 +54,6 @@ def _is_lora_layer(module: torch.nn.Module) -> bool:
     return hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")
 
 
-def _merged_weight(module: Any) -> torch.Tensor:
-    """A peft LoRA layer's effective weight: base weight plus `scaling * B @ A` of each active, unmerged
-    plain-LoRA adapter (`get_delta_weight`), i.e. the weight its forward applies."""
-    w = module.base_layer.weight
-    if getattr(module, "merged", False) or getattr(module, "disable_adapters", False):
-        return w
-    for a in module.active_adapters:
-        present = a in getattr(module, "lora_A", {}) or a in getattr(module, "lora_embedding_A", {})
-        if not present:
-            continue
-        if a in (getattr(module, "lora_variant", None) or {}):
-            raise NotImplementedError(f"LoRA variant (e.g. DoRA) of adapter {a!r} cannot be merged for vLLM")
-        w = w + module.get_delta_weight(a).to(w.dtype)
-    return w
-
-
 @torch.no_grad()
 def hf_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
     """`(name, tensor)` of a Hugging Face causal LM's weights under the plain model's names
@@ -80,7 +65,7 @@ def hf_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
         raise NotImplementedError("peft modules_to_save are not supported by the vLLM weight sync")
     lora = {name: m for name, m in base.named_modules() if _is_lora_layer(m)}
     for name, m in lora.items():
-        yield f"{name}.weight", _merged_weight(m)
+        yield f"{name}.weight", merged_weight(m)
         if getattr(m.base_layer, "bias", None) is not None:
             yield f"{name}.bias", m.base_layer.bias
     prefixes = tuple(f"{name}." for name in lora)
@@ -225,22 +210,22 @@ class VLLMEngine:
             )
 
         prompts = [TokensPrompt(prompt_token_ids=list(prompt_ids[i])) for i in order]
-        outs = self.llm.generate(prompts, [params(r) for r in range(len(order))], use_tqdm=False)
-        tokens: list[list[int]] = []
-        logprobs: list[list[float]] = []
-        texts: list[str] = []
-        truncated: list[bool] = []
-        for out in outs:
-            o = out.outputs[0]
-            ids = list(o.token_ids)
-            tokens.append(ids)
-            logprobs.append([float(pos[t].logprob) for pos, t in zip(o.logprobs or [], ids, strict=True)])
-            texts.append(o.text)
-            truncated.append(o.finish_reason == "length")
-        if tokenizer is not None:
-            texts = tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        requests = self.llm.generate(prompts, [params(r) for r in range(len(order))], use_tqdm=False)
+        outs = [r.outputs[0] for r in requests]
+        tokens = [list(o.token_ids) for o in outs]
+        texts = (
+            [o.text for o in outs] if tokenizer is None else tokenizer.batch_decode(tokens, skip_special_tokens=True)
+        )
         return VLLMCompletions(
-            prompt_index=order, tokens=tokens, texts=texts, truncated=truncated, entropy=None, logprobs=logprobs
+            prompt_index=order,
+            tokens=tokens,
+            texts=texts,
+            truncated=[o.finish_reason == "length" for o in outs],
+            entropy=None,
+            logprobs=[
+                [float(pos[t].logprob) for pos, t in zip(o.logprobs or [], ids, strict=True)]
+                for o, ids in zip(outs, tokens, strict=True)
+            ],
         )
 
     def load_weights(self, model: Any, step: int | None = None) -> None:
