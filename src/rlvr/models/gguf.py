@@ -7,7 +7,6 @@ and why: docs/real-models.md, "The model under test here".
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
@@ -17,7 +16,7 @@ import shutil
 import site
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -194,18 +193,6 @@ def _share(folder: Path) -> None:
         f.chmod(0o666 & ~mask)
 
 
-@contextlib.contextmanager
-def _locked(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `lock_file` (created if needed) for the duration of the block."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
 def ensure_real_model(cache: Path | None = None) -> Path:
     """The SmolLM2-135M-Instruct folder under `cache` (default `default_cache()`), built on first use.
 
@@ -216,7 +203,9 @@ def ensure_real_model(cache: Path | None = None) -> Path:
     out = root / SMOLLM2_DIRNAME
     if (out / "config.json").is_file():
         return out
-    with _locked(root / f".{SMOLLM2_DIRNAME}.lock"):
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f".{SMOLLM2_DIRNAME}.lock").open("a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
         if (out / "config.json").is_file():  # built by another process while we waited
             return out
         src = locate_smollm2()
