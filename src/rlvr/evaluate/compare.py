@@ -41,7 +41,6 @@ __all__ = [
     "paired_tests",
     "render_comparison",
     "sign_flip_pvalue",
-    "write_comparison",
 ]
 
 Pairs = Literal["baseline", "all"]
@@ -193,13 +192,6 @@ def sign_flip_pvalue(diffs: npt.ArrayLike, *, seed: int = 0) -> float:
     return (1 + hits) / (1 + _SIGN_FLIP_DRAWS)
 
 
-def _load_eval(path: Path) -> EvalResult:
-    try:
-        return read_eval(path)
-    except RunFileError as e:
-        raise CompareError(str(e)) from None
-
-
 def _names(paths: list[Path]) -> list[str]:
     """Folder names, or longer path tails where names repeat."""
     for depth in range(1, 8):
@@ -217,11 +209,7 @@ def _summary(name: str, path: Path, e: EvalResult) -> RunSummary:
     return RunSummary(
         name=name,
         path=str(path),
-        model=e.model,
-        task=e.task,
-        preset=e.preset,
-        split=e.split,
-        data_hash=e.data_hash,
+        **e.model_dump(include={"model", "task", "preset", "split", "data_hash"}),
         n_problems=e.n_problems if e.n_problems is not None else len(e.per_problem),
         n_samples=e.n_samples or 0,
         tokens_per_sample=e.tokens_per_sample or 0.0,
@@ -414,7 +402,10 @@ def compare_runs(
     paths = [Path(p) for p in paths]
     if len(paths) < 2:
         raise CompareError(f"compare needs at least two evaluation folders, got {len(paths)}")
-    evals = [_load_eval(p) for p in paths]
+    try:
+        evals = [read_eval(p) for p in paths]
+    except RunFileError as e:
+        raise CompareError(str(e)) from None
     names = _names(paths)
     runs = [_summary(n, p, e) for n, p, e in zip(names, paths, evals, strict=True)]
     notes = _check_compatible(runs)
@@ -437,15 +428,9 @@ def compare_runs(
         warnings.warn(note, stacklevel=2)
     result = Comparison(runs, tests, matches, correction, pairs, budget_tolerance, seed, notes)
     if out is not None:
-        write_comparison(result, out)
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write_json(Path(out) / "compare.json", result.to_json())
     return result
-
-
-def write_comparison(c: Comparison, out_dir: Path) -> Path:
-    """Write `compare.json` (`Comparison.to_json()`) into `out_dir`; returns its path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return write_json(out_dir / "compare.json", c.to_json())
 
 
 def _diff_cells(a: float, b: float, diff: float, ci: tuple[float, float]) -> tuple[str, ...]:
