@@ -220,12 +220,9 @@ def adjust_pvalues(pvalues: Sequence[float], correction: Correction) -> list[flo
     >>> adjust_pvalues([0.01, 0.04], "holm"), adjust_pvalues([0.01, 0.04], "bonferroni")
     ([0.02, 0.04], [0.02, 0.08])
     """
-    if correction not in _CORRECTIONS:
-        raise ValueError(f"correction must be one of {', '.join(_CORRECTIONS)}, got {correction!r}")
-    return _CORRECTIONS[correction](pvalues)
-
-
-_CORRECTIONS: dict[str, Callable[[Sequence[float]], list[float]]] = {"holm": holm, "bonferroni": bonferroni}
+    if correction not in ("holm", "bonferroni"):
+        raise ValueError(f"correction must be one of holm, bonferroni, got {correction!r}")
+    return holm(pvalues) if correction == "holm" else bonferroni(pvalues)
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
