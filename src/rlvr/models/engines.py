@@ -1,12 +1,8 @@
 """Rollout engines behind one call: rlvr's samplers (`hf`: the model's own forward, `fast`: the
 KV-cached fast decoder) and vLLM (`rlvr.models.vllm_engine`). Training, evaluation and screening
 sample through `Sampler.sample`, so the choice is one setting (`rollout.engine`, `RolloutConfig`).
-
-`sample` takes prompt texts (from a `PromptFormatter`) and returns `Completions` in prompt-major
-order; vLLM's carry `logprobs` (its log-probs of the sampled tokens), which the trainer compares
-with its own to correct the mismatch (`rlvr.grpo.correction`). `sync(model, step)` makes the next
-call sample from the trainer's current weights: a no-op for the local engines, which read the live
-model; a weight push for vLLM.
+vLLM's completions carry `logprobs` (its log-probs of the sampled tokens), which the trainer compares
+with its own to correct the mismatch (`rlvr.grpo.correction`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Batched, KV-cached temperature sampling for causal LMs.
-
-One lean decoding loop shared by GRPO rollouts, evaluation and search. It samples from the
-temperature-scaled distribution with optional top-p (no hidden top-k: Hugging Face `generate`
-defaults to `top_k=50`, which is not the distribution the GRPO math assumes), feeds position ids
-computed from the attention mask so left-padded prompts get the same positions as in the update
-forward, drops sequences that have finished from the batch, and works in chunks so that one call
-over thousands of sequences does not crawl.
+"""Batched, KV-cached temperature sampling for causal LMs: the one decoding loop of GRPO rollouts,
+evaluation and search. Position ids come from the attention mask, so left-padded prompts get the
+positions of the update forward; finished sequences leave the batch; calls run in chunks.
 
 A run is reproducible from its `seed` alone, and the draws do not depend on the chunk size or on
 which sequences have finished: the token of sequence `i` at step `t` is drawn by inverse-CDF

