@@ -1,10 +1,6 @@
 """`rlvr eval`: sample n completions per problem, verify them, and report pass@1, unbiased pass@k,
-maj@k and greedy accuracy, each with its token budget and a bootstrap CI over problems.
-
-Writes to the run folder: `eval.json` (every metric with n, k, budget and CI, the per-problem
-results that paired comparisons need, a per-difficulty breakdown and reasoning-fidelity metrics),
-`samples.jsonl` (every completion with verdict, parsed answer and tokens), `config.yaml`,
-`manifest.json`. The schema is in docs/evaluation.md.
+maj@k and greedy accuracy, each with its token budget and a bootstrap CI over problems. The run
+folder's files (`eval.json`, `samples.jsonl`, plots) and their schema: docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -192,10 +188,7 @@ def _result(
         data_hash=data_hash,
         n_problems=len(problems),
         n_samples=cfg.n_samples,
-        temperature=s.temperature,
-        top_p=s.top_p,
-        top_k=s.top_k,
-        max_new_tokens=s.max_new_tokens,
+        **s.model_dump(include={"temperature", "top_p", "top_k", "max_new_tokens"}),
         prompt_format=prompt_format,
         sampling={**s.model_dump(mode="json"), "prompt_format": prompt_format},
         engine=engine,
