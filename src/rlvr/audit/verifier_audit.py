@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 from rlvr.audit.result import Record
 from rlvr.verify import Verdict, format_number, parse_number, verify_answer
 
-__all__ = ["Probe", "audit_verifier", "make_probes", "number_words", "probes_for", "second_verifier"]
+__all__ = ["Probe", "audit_verifier", "make_probes", "probes_for", "second_verifier"]
 
 
 class FormCount(Record):

@@ -29,7 +29,7 @@ from rlvr.runs import conversation_text
 from rlvr.runs.review import ReviewedEval
 from rlvr.tasks import Step
 
-__all__ = ["LOOPBACK_HOSTS", "ItemView", "MetaView", "Progress", "create_app"]
+__all__ = ["Progress", "create_app"]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]  # testserver: Starlette's TestClient
 

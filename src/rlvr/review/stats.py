@@ -32,15 +32,7 @@ from rlvr.runs.review import (
     Verifiers,
 )
 
-__all__ = [
-    "STATS_FILE",
-    "classifier_stats",
-    "compute_stats",
-    "consensus",
-    "corrected_accuracy",
-    "reviewer_agreement",
-    "write_stats",
-]
+__all__ = ["classifier_stats", "compute_stats", "consensus", "corrected_accuracy", "reviewer_agreement", "write_stats"]
 
 STATS_FILE = "stats.json"
 
