@@ -1,9 +1,5 @@
-"""Pick the slice of an evaluation that a person will label: `rlvr review export EVAL_DIR --items 100`.
-
-`strata_of` gives every completion a value on five strata; `select` picks greedily so that each value of
-each stratum gets an equal share and any prefix of the slice is itself balanced; `export_slice` writes
-`slice.jsonl` and `export.json`. The strata, the pick and the files: docs/review.md, "export".
-"""
+"""Pick the slice of an evaluation that a person will label (`rlvr review export`): `strata_of`, `select`
+and `export_slice`. The strata, the pick and the files: docs/review.md, "export"."""
 
 from __future__ import annotations
 
@@ -94,7 +90,7 @@ def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], DifficultyBasi
 
 
 def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], DifficultyBasis]:
-    """The five strata of each row (see the module docstring) and the difficulty basis."""
+    """The five strata of each row (docs/review.md) and the difficulty basis."""
     rewards, lengths = _reward_buckets(rows), _length_buckets(rows)
     difficulty, basis = _difficulty(rows)
     strata = [

@@ -1,8 +1,6 @@
-"""Statistics of a review: `rlvr review stats REVIEW_DIR` writes `stats.json`: reviewer agreement, the
-consensus label, the verifiers against people and the headline pass@1 with its population-corrected
-estimate. Definitions and schema: docs/review.md, "stats and stats.json". All randomness comes from
-`np.random.default_rng(seed)`.
-"""
+"""Statistics of a review (`rlvr review stats` writes `stats.json`): reviewer agreement, the consensus
+label, the verifiers against people, the headline pass@1 and its population-corrected estimate.
+Definitions and schema: docs/review.md, "stats and stats.json"."""
 
 from __future__ import annotations
 

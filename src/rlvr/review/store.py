@@ -1,10 +1,6 @@
-"""Human labels in an embedded SQLite database, `labels.db` in the review folder (schema: docs/review.md).
-
-Each label is committed in its own transaction as soon as it is received (WAL, `synchronous=FULL`), so
-killing the server loses nothing that was acknowledged; every write also appends to `history`. Writes are
-optimistic: a writer says which `version` of the label it last saw (0 = none), and a write against a newer
-version is refused with `Conflict` (two tabs or two people under one name).
-"""
+"""Human labels in `labels.db`, an SQLite database in the review folder: each label committed in its own
+transaction, every write kept in `history`, optimistic `version`s (a stale write is a `Conflict`). Schema
+and guarantees: docs/review.md, "labels.db" and "JSON API"."""
 
 from __future__ import annotations
 
