@@ -148,12 +148,16 @@ def _ratio(late: float, early: float) -> float:
     return late / early if math.isfinite(late) and math.isfinite(early) and early > 0 else math.nan
 
 
-def _level(value: float, warn: float, fail: float, high: bool = True) -> str | None:
+def _level(value: float, alarm: str) -> str | None:
+    """`fail`, `warn` or None for `value` against `THRESHOLDS[alarm]`; a pair whose fail threshold is
+    below its warn threshold alarms on low values (a collapse), else on high ones."""
+    warn, fail = THRESHOLDS[alarm]
+    sign = 1.0 if fail >= warn else -1.0
     if not math.isfinite(value):
         return None
-    if (value >= fail) if high else (value <= fail):
+    if sign * value >= sign * fail:
         return "fail"
-    if (value >= warn) if high else (value <= warn):
+    if sign * value >= sign * warn:
         return "warn"
     return None
 
@@ -163,31 +167,27 @@ def _length_alarms(run: TrainRun, out: DriftReport) -> None:
         early, late, _ = window_means(run.metrics.series(f"train/completion_len/{part}")[1])
         r = _ratio(late, early)
         out.length[part] = Trend(early, late, r)
-        w, f = THRESHOLDS["length_explosion"]
-        msg = f"{part} completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
-        out.alarm("length explosion", _level(r, w, f), msg)
+        change = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
+        out.alarm("length explosion", _level(r, "length_explosion"), f"{part} {change}")
         if part == "mean":
-            w, f = THRESHOLDS["length_collapse"]
-            msg = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
-            out.alarm("length collapse", _level(r, w, f, high=False), msg)
+            out.alarm("length collapse", _level(r, "length_collapse"), change)
 
 
 def _dynamics_alarms(run: TrainRun, out: DriftReport) -> None:
     early, late, _ = window_means(run.metrics.series("train/truncated_frac")[1])
     out.truncated_frac = Trend(early, late)
     msg = f"{late:.0%} of completions truncated late in training"
-    out.alarm("truncation", _level(late, *THRESHOLDS["truncation"]), msg)
+    out.alarm("truncation", _level(late, "truncation"), msg)
     early, late, _ = window_means(run.metrics.series("train/entropy")[1])
     r = _ratio(late, early)
     out.entropy = Trend(early, late, r)
-    w, f = THRESHOLDS["entropy_collapse"]
     msg = f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})"
-    out.alarm("entropy collapse", _level(r, w, f, high=False), msg)
-    out.alarm("entropy explosion", _level(r, *THRESHOLDS["entropy_explosion"]), msg)
+    out.alarm("entropy collapse", _level(r, "entropy_collapse"), msg)
+    out.alarm("entropy explosion", _level(r, "entropy_explosion"), msg)
     early, late, _ = window_means(run.metrics.series("train/zero_std_frac")[1])
     out.zero_std_frac = Trend(early, late)
     msg = f"{late:.0%} of groups had identical rewards late in training (no gradient)"
-    out.alarm("no learning signal", _level(late, *THRESHOLDS["zero_std"]), msg)
+    out.alarm("no learning signal", _level(late, "zero_std"), msg)
 
 
 def _heldout(run: TrainRun, fallback: PairedChange | None) -> HeldOutTrend | PairedChange | None:
