@@ -223,11 +223,8 @@ def _downsample(steps: list[int], vals: list[float], limit: int = 300) -> Series
 
 
 def drift_alarms(run: TrainRun, heldout_fallback: PairedChange | None = None) -> DriftReport:
-    """Trend evidence and alarms of a GRPO run (thresholds: docs/audit.md).
-
-    `heldout_fallback` (the paired base -> trained change) stands in for dev accuracy when the run
-    logged fewer than two dev evaluations.
-    """
+    """Trend evidence and alarms of a GRPO run (thresholds: docs/audit.md); `heldout_fallback`, the paired
+    base -> trained change, stands in for dev accuracy when the run logged fewer than two dev evaluations."""
     out = DriftReport(n_steps=len(run.metrics), min_steps=MIN_STEPS, thresholds=THRESHOLDS)
     if out.n_steps < MIN_STEPS:
         out.alarm("too short", "warn", f"only {out.n_steps} logged steps (< {MIN_STEPS}): too short to judge trends")

@@ -189,11 +189,8 @@ def _slice_line(item: SliceItem) -> str:
 
 
 def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None = None, force: bool = False) -> Path:
-    """Write `slice.jsonl` and `export.json` into `out` (default `EVAL_DIR/review`); return the folder.
-
-    Refuses (ReviewError) to replace a different slice in a folder that already holds labels, unless
-    `force`: labels are keyed by item id, and a new slice would orphan them.
-    """
+    """Write `slice.jsonl` and `export.json` into `out` (default `EVAL_DIR/review`) and return the folder;
+    a different slice over existing labels (which it would orphan) is a ReviewError unless `force`."""
     if n < 1:
         raise ReviewError(f"--items must be >= 1, got {n}")
     review_dir = out if out is not None else eval_dir / "review"

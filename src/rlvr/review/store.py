@@ -114,12 +114,8 @@ def _as_bool(obj: Mapping[str, Any], name: str, strings: bool) -> bool:
 
 
 def parse_label(obj: Any, known_ids: Collection[str], strings: bool = False) -> Label:
-    """Validate a label object (from JSON, or a CSV row when `strings`) against the slice's item ids.
-
-    Rules: `item_id` in the slice; `reviewer` 1-40 of letters, digits and `_.@-`; `answer_correct`
-    and `reasoning_valid` booleans; `error_category` one of CATEGORIES or empty, and empty when the
-    answer is correct and the reasoning valid; `note` a string of at most 4000 characters.
-    """
+    """Validate a label object (from JSON, or a CSV row when `strings`) against the slice's item ids
+    (the rules: docs/review.md, "JSON API")."""
     if not isinstance(obj, Mapping):
         raise LabelError("label", f"must be an object, got {type(obj).__name__}")
     iid = obj.get("item_id")
