@@ -12,7 +12,7 @@ from rich.table import Table
 from rlvr.audit.readiness import AuditResult, run_audit
 from rlvr.audit.runs import AuditInputError
 
-__all__ = ["audit_command", "print_result"]
+__all__ = ["audit_command"]
 
 _STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red"}
 

@@ -8,16 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = [
-    "ContaminationReport",
-    "Example",
-    "TrainIndex",
-    "build_index",
-    "contamination_report",
-    "masked",
-    "ngrams",
-    "words",
-]
+__all__ = ["ContaminationReport", "TrainIndex", "build_index", "contamination_report", "masked", "words"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from rlvr.evaluate.compare import paired_tests
 from rlvr.runs.records import Manifest
 from rlvr.tasks import DataError, Problem, Task, get_task, problems_hash, replay
 
-__all__ = ["AuditContext", "GreedyChange", "LoadedProblems", "PairedChange", "paired_change"]
+__all__ = ["AuditContext", "GreedyChange", "PairedChange"]
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,6 @@
-"""Training drift: length, entropy, truncation and zero-std groups over training, the reward-hacking
-alarm, and the structural audit of completions and rewards (from `samples/train.jsonl`).
-
-Trends compare the mean of the first and the last 20% of logged steps (at least one step each,
-NaN steps skipped); trend alarms need at least `MIN_STEPS` logged steps. Alarm thresholds
-(`THRESHOLDS`, each `(warn, fail)`):
-
-| alarm | measure | warn | fail |
-|---|---|---|---|
-| length explosion | late / early mean completion length (all, correct, incorrect) | >= 2x | >= 3x |
-| length collapse | late / early mean completion length | <= 0.5x | <= 0.25x |
-| truncation | late `train/truncated_frac` | >= 0.10 | >= 0.30 |
-| entropy collapse | late / early `train/entropy` | <= 0.25x | <= 0.10x |
-| entropy explosion | late / early `train/entropy` | >= 2x | >= 3x |
-| no learning signal | late `train/zero_std_frac` | >= 0.80 | >= 0.95 |
-| reward hacking | reward rise >= 0.05 (per unit of total reward weight) while held-out accuracy gains | < 0.02 | <= 0 |
-
-Held-out accuracy is `eval/dev/pass@1` (else `eval/dev/greedy_acc`) when the run logged at least two
-dev evaluations; otherwise the paired change of pass@1 from the base to the trained evaluation.
-
-Structural audit: for correct vs incorrect completions, the mean number of non-empty lines, the
-arithmetic density (share of non-space characters that are digits, operators, `=`, `<<` or `>>`),
-the number of steps (`rlvr.verify.parse_steps`) and tokens. A reward is flagged when it pays
-regardless of correctness: constant, a mean on incorrect completions >= that on correct ones, or a
-stronger correlation with length than with correctness (|r_len| > |r_correct| and |r_len| >= 0.1).
-"""
+"""Training drift (check 6): length, entropy, truncation and zero-std groups over training, the
+reward-hacking alarm, and the structural audit of completions and rewards (from `samples/train.jsonl`).
+The windows, alarm thresholds (`THRESHOLDS`, each `(warn, fail)`) and flags: docs/audit.md, "6. Training drift"."""
 
 from __future__ import annotations
 
@@ -40,20 +17,7 @@ from rlvr.audit.runs import TrainRun, reward_kind
 from rlvr.runs import RewardAudit, Sample
 from rlvr.verify import parse_steps
 
-__all__ = [
-    "MIN_STEPS",
-    "THRESHOLDS",
-    "Alarm",
-    "DriftReport",
-    "Hacking",
-    "HeldOutTrend",
-    "Series",
-    "Trend",
-    "drift_alarms",
-    "reward_flags",
-    "structure_stats",
-    "window_means",
-]
+__all__ = ["DriftReport", "Series", "drift_alarms", "reward_flags", "structure_stats", "window_means"]
 
 
 @dataclass(frozen=True)
@@ -184,51 +148,51 @@ def _ratio(late: float, early: float) -> float:
     return late / early if math.isfinite(late) and math.isfinite(early) and early > 0 else math.nan
 
 
-def _level(value: float, warn: float, fail: float, high: bool = True) -> str | None:
+def _level(value: float, alarm: str) -> str | None:
+    """`fail`, `warn` or None for `value` against `THRESHOLDS[alarm]`; a pair whose fail threshold is
+    below its warn threshold alarms on low values (a collapse), else on high ones."""
+    warn, fail = THRESHOLDS[alarm]
+    sign = 1.0 if fail >= warn else -1.0
     if not math.isfinite(value):
         return None
-    if (value >= fail) if high else (value <= fail):
+    if sign * value >= sign * fail:
         return "fail"
-    if (value >= warn) if high else (value <= warn):
+    if sign * value >= sign * warn:
         return "warn"
     return None
 
 
 def _length_alarms(run: TrainRun, out: DriftReport) -> None:
     for part in ("mean", "correct", "incorrect"):
-        early, late, _ = window_means(run.series(f"train/completion_len/{part}")[1])
+        early, late, _ = window_means(run.metrics.series(f"train/completion_len/{part}")[1])
         r = _ratio(late, early)
         out.length[part] = Trend(early, late, r)
-        w, f = THRESHOLDS["length_explosion"]
-        msg = f"{part} completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
-        out.alarm("length explosion", _level(r, w, f), msg)
+        change = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
+        out.alarm("length explosion", _level(r, "length_explosion"), f"{part} {change}")
         if part == "mean":
-            w, f = THRESHOLDS["length_collapse"]
-            msg = f"completion length x{r:.2f} ({early:.1f} -> {late:.1f})"
-            out.alarm("length collapse", _level(r, w, f, high=False), msg)
+            out.alarm("length collapse", _level(r, "length_collapse"), change)
 
 
 def _dynamics_alarms(run: TrainRun, out: DriftReport) -> None:
-    early, late, _ = window_means(run.series("train/truncated_frac")[1])
+    early, late, _ = window_means(run.metrics.series("train/truncated_frac")[1])
     out.truncated_frac = Trend(early, late)
     msg = f"{late:.0%} of completions truncated late in training"
-    out.alarm("truncation", _level(late, *THRESHOLDS["truncation"]), msg)
-    early, late, _ = window_means(run.series("train/entropy")[1])
+    out.alarm("truncation", _level(late, "truncation"), msg)
+    early, late, _ = window_means(run.metrics.series("train/entropy")[1])
     r = _ratio(late, early)
     out.entropy = Trend(early, late, r)
-    w, f = THRESHOLDS["entropy_collapse"]
     msg = f"entropy x{r:.2f} ({early:.3f} -> {late:.3f})"
-    out.alarm("entropy collapse", _level(r, w, f, high=False), msg)
-    out.alarm("entropy explosion", _level(r, *THRESHOLDS["entropy_explosion"]), msg)
-    early, late, _ = window_means(run.series("train/zero_std_frac")[1])
+    out.alarm("entropy collapse", _level(r, "entropy_collapse"), msg)
+    out.alarm("entropy explosion", _level(r, "entropy_explosion"), msg)
+    early, late, _ = window_means(run.metrics.series("train/zero_std_frac")[1])
     out.zero_std_frac = Trend(early, late)
     msg = f"{late:.0%} of groups had identical rewards late in training (no gradient)"
-    out.alarm("no learning signal", _level(late, *THRESHOLDS["zero_std"]), msg)
+    out.alarm("no learning signal", _level(late, "zero_std"), msg)
 
 
 def _heldout(run: TrainRun, fallback: PairedChange | None) -> HeldOutTrend | PairedChange | None:
     for key in ("eval/dev/pass@1", "eval/dev/greedy_acc"):
-        steps, vals = run.series(key)
+        steps, vals = run.metrics.series(key)
         early, late, n = window_means(vals)
         if n >= 2:
             return HeldOutTrend(key, n, early, late, late - early)
@@ -237,7 +201,7 @@ def _heldout(run: TrainRun, fallback: PairedChange | None) -> HeldOutTrend | Pai
 
 def _hacking(run: TrainRun, fallback: PairedChange | None, out: DriftReport) -> Hacking:
     scale = sum(abs(r.weight) for r in run.rewards if math.isfinite(r.weight)) or 1.0
-    early, late, _ = window_means(run.series("reward/total/mean")[1])
+    early, late, _ = window_means(run.metrics.series("reward/total/mean")[1])
     rise = (late - early) / scale if math.isfinite(late - early) else math.nan
     held = _heldout(run, fallback)
     if held is None:
@@ -259,11 +223,8 @@ def _downsample(steps: list[int], vals: list[float], limit: int = 300) -> Series
 
 
 def drift_alarms(run: TrainRun, heldout_fallback: PairedChange | None = None) -> DriftReport:
-    """Trend evidence and alarms of a GRPO run (thresholds in the module docstring).
-
-    `heldout_fallback` (the paired base -> trained change) stands in for dev accuracy when the run
-    logged fewer than two dev evaluations.
-    """
+    """Trend evidence and alarms of a GRPO run (thresholds: docs/audit.md); `heldout_fallback`, the paired
+    base -> trained change, stands in for dev accuracy when the run logged fewer than two dev evaluations."""
     out = DriftReport(n_steps=len(run.metrics), min_steps=MIN_STEPS, thresholds=THRESHOLDS)
     if out.n_steps < MIN_STEPS:
         out.alarm("too short", "warn", f"only {out.n_steps} logged steps (< {MIN_STEPS}): too short to judge trends")
@@ -271,7 +232,7 @@ def drift_alarms(run: TrainRun, heldout_fallback: PairedChange | None = None) ->
         _length_alarms(run, out)
         _dynamics_alarms(run, out)
         out.hacking = _hacking(run, heldout_fallback, out)
-    out.series = {k: _downsample(*run.series(k)) for k in SERIES if run.metrics.has(k)}
+    out.series = {k: _downsample(*run.metrics.series(k)) for k in SERIES if run.metrics.has(k)}
     return out
 
 
@@ -296,7 +257,7 @@ def _structure(group: list[Sample]) -> StructureGroup:
 
 
 def structure_stats(samples: list[Sample]) -> StructureStats:
-    """Mean structure of correct vs incorrect training completions (see the module docstring)."""
+    """Mean structure of correct vs incorrect training completions (features: docs/audit.md)."""
     rows = _even([r for r in samples if r.completion is not None], MAX_SAMPLE_ROWS)
     return StructureStats(
         n_rows=len(rows),

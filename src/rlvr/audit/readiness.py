@@ -35,14 +35,13 @@ def build_context(
     eval_dirs: Sequence[str | Path] = (),
     ablations: Sequence[str | Path] = (),
     *,
-    discover: bool = True,
     second_verifier: bool = True,
 ) -> AuditContext:
     """Load the run, its evaluations and ablations, and tell which evaluation is of which model."""
     run = load_train_run(Path(run_dir))
-    paths = [Path(p) for p in eval_dirs] or (discover_evals(run) if discover else [])
+    paths = [Path(p) for p in eval_dirs] or discover_evals(run)
     evals = [load_eval_run(p) for p in dict.fromkeys(paths)]
-    abl_paths = [Path(p) for p in ablations] + (discover_ablations(run) if discover else [])
+    abl_paths = [Path(p) for p in ablations] + discover_ablations(run)
     abl_runs = [load_train_run(p) for p in dict.fromkeys(q.resolve() for q in abl_paths) if p != run.path.resolve()]
     assign_roles(run, evals, abl_runs)
     return AuditContext(run, evals, abl_runs, second_verifier=second_verifier)
@@ -55,7 +54,6 @@ def run_audit(
     ablations: Sequence[str | Path] = (),
     strict: bool = False,
     *,
-    discover: bool = True,
     second_verifier: bool = True,
     plots: bool = True,
 ) -> AuditResult:
@@ -68,7 +66,7 @@ def run_audit(
             check_side_out(out_dir, ["audit.json"], "audit", overwrite=True)
         except RunFolderError as e:
             raise AuditInputError(str(e)) from None
-    ctx = build_context(run_dir, eval_dirs, ablations, discover=discover, second_verifier=second_verifier)
+    ctx = build_context(run_dir, eval_dirs, ablations, second_verifier=second_verifier)
     out = Path(out_dir) if out_dir is not None else ctx.run.path / "audit"
     try:
         out.mkdir(parents=True, exist_ok=True)

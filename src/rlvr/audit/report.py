@@ -16,7 +16,7 @@ from rlvr.audit.plots import plt, png
 from rlvr.audit.result import SCHEMA, AuditResult, CheckResult
 from rlvr.runs import write_json
 
-__all__ = ["figures", "render_html", "render_markdown", "write_reports"]
+__all__ = ["figures", "render_html", "write_reports"]
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _ICON = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}

@@ -8,14 +8,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rlvr import runs
 from rlvr.runs.metrics import MetricsLog, read_metrics
 
 __all__ = [
     "AuditInputError",
-    "RewardWeight",
     "EvalRun",
     "TrainRun",
     "assign_roles",
@@ -64,64 +63,60 @@ def _num(value: Any) -> float:
 
 @dataclass(frozen=True)
 class RewardWeight:
-    """One reward of a run's config: registry name (or file function), weight, params."""
+    """One reward of a run's config: registry name (or file function) and weight."""
 
     name: str
     weight: float
-    params: dict[str, Any] | None = None
 
 
 @dataclass
-class TrainRun:
-    """A GRPO run folder: resolved config, manifest and per-step metrics."""
+class _RunFolder:
+    """What a GRPO run and an evaluation folder share: config, manifest and samples (read once)."""
 
     path: Path
     config: dict[str, Any]
     manifest: runs.Manifest
-    metrics: MetricsLog
-    _samples: list[runs.Sample] | None = field(default=None, repr=False)
+    _samples: list[runs.Sample] | None = field(default=None, repr=False, kw_only=True)
+    _samples_file: ClassVar[str]
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    def samples(self) -> list[runs.Sample]:
+        """Rows of the folder's samples file (read once)."""
+        if self._samples is None:
+            self._samples = read_samples(self.path / self._samples_file)
+        return self._samples
+
+
+@dataclass
+class TrainRun(_RunFolder):
+    """A GRPO run folder: resolved config, manifest, per-step metrics and samples/train.jsonl."""
+
+    metrics: MetricsLog
+    _samples_file = "samples/train.jsonl"
 
     @property
     def rewards(self) -> list[RewardWeight]:
         """The rewards of config.yaml, defaults filled in."""
         return [
-            RewardWeight(spec["name"], _num(spec.get("weight", 1.0)), spec.get("params"))
+            RewardWeight(spec["name"], _num(spec.get("weight", 1.0)))
             for spec in self.config.get("rewards") or []
             if isinstance(spec, dict) and isinstance(spec.get("name"), str)
         ]
 
-    def series(self, key: str) -> tuple[list[int], list[float]]:
-        """Steps and values of one metrics key (NaN where the step did not log it)."""
-        return self.metrics.series(key)
-
-    def samples(self) -> list[runs.Sample]:
-        """Rows of samples/train.jsonl (read once)."""
-        if self._samples is None:
-            self._samples = read_samples(self.path / "samples" / "train.jsonl")
-        return self._samples
-
 
 @dataclass
-class EvalRun:
-    """An evaluation folder; `role` is trained, base, ablation or other (see the module docstring)."""
+class EvalRun(_RunFolder):
+    """An evaluation folder and its samples.jsonl; `role` is trained, base, ablation or other (docs/audit.md)."""
 
-    path: Path
-    config: dict[str, Any]
-    manifest: runs.Manifest
     result: runs.EvalResult
     role: str = "other"
     ablation: str | None = None
     checkpoint: bool = False
     keys: list[Path] = field(default_factory=list)
-    _samples: list[runs.Sample] | None = field(default=None, repr=False)
-
-    @property
-    def name(self) -> str:
-        return self.path.name
+    _samples_file = "samples.jsonl"
 
     @property
     def split(self) -> str:
@@ -136,12 +131,6 @@ class EvalRun:
         """Evaluations in the same group scored the same problems."""
         preset = str(self.result.preset or self.config.get("preset") or "")
         return (self.task, preset, self.split, str(self.result.data_hash or ""))
-
-    def samples(self) -> list[runs.Sample]:
-        """Rows of samples.jsonl (read once)."""
-        if self._samples is None:
-            self._samples = read_samples(self.path / "samples.jsonl")
-        return self._samples
 
 
 def load_train_run(path: Path) -> TrainRun:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from rlvr.audit.drift import Series, window_means
 from rlvr.audit.runs import EvalRun, TrainRun, ablation_kind, reward_kind
 
-__all__ = ["KindShare", "RewardShare", "RewardShares", "ablation_rows", "reward_shares"]
+__all__ = ["RewardShares", "ablation_rows", "reward_shares"]
 
 
 @dataclass
@@ -55,7 +55,7 @@ def reward_shares(run: TrainRun) -> RewardShares:
     rows: list[RewardShare] = []
     series: dict[str, Series] = {}
     for spec, key in zip(run.rewards, _metric_names(run), strict=True):
-        steps, vals = run.series(f"reward/{key}/mean")
+        steps, vals = run.metrics.series(f"reward/{key}/mean")
         w = spec.weight if math.isfinite(spec.weight) else 0.0
         contrib = [w * v for v in vals]
         early, late, n = window_means(contrib)
@@ -78,7 +78,7 @@ def reward_shares(run: TrainRun) -> RewardShares:
 
 
 def _late(run: TrainRun, key: str) -> float | None:
-    early, late, n = window_means(run.series(key)[1])
+    early, late, n = window_means(run.metrics.series(key)[1])
     return late if n else None
 
 

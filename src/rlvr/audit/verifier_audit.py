@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 from rlvr.audit.result import Record
 from rlvr.verify import Verdict, format_number, parse_number, verify_answer
 
-__all__ = ["Probe", "audit_verifier", "make_probes", "number_words", "probes_for", "second_verifier"]
+__all__ = ["Probe", "audit_verifier", "make_probes", "probes_for", "second_verifier"]
 
 
 class FormCount(Record):
@@ -293,16 +293,13 @@ def audit_verifier(
     by_kind = {
         k: [o for p, o in zip(probes, ok, strict=True) if p.kind == k] for k in ("equivalent", "wrong", "adversarial")
     }
-    forms: Counter[tuple[str, str]] = Counter()
-    misses: Counter[tuple[str, str]] = Counter()
-    failures: list[ProbeFailure] = []
+    forms = Counter((p.kind, p.form) for p in probes)
+    misses = Counter((p.kind, p.form) for p, good in zip(probes, ok, strict=True) if not good)
+    failures: list[ProbeFailure] = []  # at most two of a form
     for p, o, good, v in zip(probes, ours, ok, verdicts, strict=True):
-        forms[(p.kind, p.form)] += 1
-        if not good:
-            misses[(p.kind, p.form)] += 1
-            if sum(1 for f in failures if f.form == p.form) < 2 and len(failures) < max_examples:
-                reason = v.reason if isinstance(v, Verdict) else verify_answer(p.completion, p.gold).reason
-                failures.append(ProbeFailure(**asdict(p), accepted=o, reason=reason))
+        if not good and sum(1 for f in failures if f.form == p.form) < 2 and len(failures) < max_examples:
+            reason = v.reason if isinstance(v, Verdict) else verify_answer(p.completion, p.gold).reason
+            failures.append(ProbeFailure(**asdict(p), accepted=o, reason=reason))
     second = second_verifier() if use_second else None
     return VerifierEvidence(
         n_golds=len({p.gold for p in probes}),

@@ -1,9 +1,5 @@
-"""The labelling web app (Starlette): `rlvr review serve REVIEW_DIR` on http://127.0.0.1:8765.
-
-One static page (`static/index.html`, vanilla JS, no build step) talks to a small JSON API (routes, bodies
-and error statuses: docs/review.md, "JSON API"). When bound to loopback, only loopback Host headers are
-accepted (against DNS rebinding).
-"""
+"""The labelling web app (Starlette) of `rlvr review serve`: one static page (`static/index.html`, vanilla
+JS, no build step) and a small JSON API (routes, bodies, error statuses: docs/review.md, "JSON API")."""
 
 from __future__ import annotations
 
@@ -11,8 +7,10 @@ import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -29,7 +27,7 @@ from rlvr.runs import conversation_text
 from rlvr.runs.review import ReviewedEval
 from rlvr.tasks import Step
 
-__all__ = ["LOOPBACK_HOSTS", "ItemView", "MetaView", "Progress", "create_app"]
+__all__ = ["Progress", "create_app"]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]  # testserver: Starlette's TestClient
 
@@ -80,39 +78,14 @@ class ItemView(BaseModel):
     label: StoredLabel | None
 
 
-class _Labels(BaseModel):
-    """`GET /api/labels`."""
-
-    labels: list[StoredLabel]
-
-
-class _Saved(BaseModel):
-    """`PUT /api/labels`: the label as stored and the reviewer's progress."""
-
-    label: StoredLabel
-    n_items: int
-    n_labelled: int
-    resume: int
-
-
-class _Stale(BaseModel):
-    """`PUT /api/labels` refused (409): why, and the label as it now is."""
-
-    error: str
-    current: StoredLabel | None
-
-
-class _Error(BaseModel):
-    error: str
-    field: str | None = None  # the offending field, when there is one (left out otherwise)
-
-
-def _json(body: BaseModel, status: int = 200) -> JSONResponse:
-    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+def _json(body: Any, status: int = 200) -> JSONResponse:
+    """A response model, or a dict of them and labels, as `model_dump(mode="json")` writes it."""
+    return JSONResponse(to_jsonable_python(body, by_alias=False), status_code=status)
 
 
 def _error(status: int, message: str, field: str | None = None) -> JSONResponse:
-    return JSONResponse(_Error(error=message, field=field).model_dump(mode="json", exclude_none=True), status)
+    """`{"error", "field"}`; `field` (the offending field) is left out when there is none."""
+    return JSONResponse({"error": message} if field is None else {"error": message, "field": field}, status)
 
 
 class _Review:
@@ -167,7 +140,7 @@ async def _labels(request: Request) -> Response:
     review: _Review = request.app.state.review
     reviewer = request.query_params.get("reviewer") or None
     labels = await run_in_threadpool(review.store.labels, reviewer)
-    return _json(_Labels(labels=labels))
+    return _json({"labels": labels})
 
 
 async def _put_label(request: Request) -> Response:
@@ -189,11 +162,11 @@ async def _put_label(request: Request) -> Response:
         stored = await run_in_threadpool(review.store.put, label, version)
     except Conflict as e:
         current = await run_in_threadpool(review.store.get, label.item_id, label.reviewer)
-        return _json(_Stale(error=str(e), current=current), 409)
+        return _json({"error": str(e), "current": current}, 409)  # the label as it now is
     except sqlite3.OperationalError as e:
         return _error(503, f"database unavailable, nothing was written; retry ({e})")
     p = await run_in_threadpool(review.progress, label.reviewer)
-    return _json(_Saved(label=stored, n_items=p.n_items, n_labelled=p.n_labelled, resume=p.resume))
+    return _json({"label": stored, **p.model_dump()})
 
 
 async def _health(request: Request) -> Response:

@@ -1,7 +1,5 @@
-"""`rlvr review export | serve | import | stats`: the typer sub-app that `rlvr.cli` mounts as `review`.
-
-Also runnable alone: `python -m rlvr.review serve runs/eval/review`. Bad input exits 2 with one line.
-"""
+"""`rlvr review export | serve | import | stats`: the typer sub-app that `rlvr.cli` mounts as `review`
+(and `python -m rlvr.review` runs alone); docs/review.md."""
 
 from __future__ import annotations
 

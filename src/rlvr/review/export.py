@@ -1,9 +1,5 @@
-"""Pick the slice of an evaluation that a person will label: `rlvr review export EVAL_DIR --items 100`.
-
-`strata_of` gives every completion a value on five strata; `select` picks greedily so that each value of
-each stratum gets an equal share and any prefix of the slice is itself balanced; `export_slice` writes
-`slice.jsonl` and `export.json`. The strata, the pick and the files: docs/review.md, "export".
-"""
+"""Pick the slice of an evaluation that a person will label (`rlvr review export`): `strata_of`, `select`
+and `export_slice`. The strata, the pick and the files: docs/review.md, "export"."""
 
 from __future__ import annotations
 
@@ -94,7 +90,7 @@ def _difficulty(rows: Sequence[ReviewSample]) -> tuple[list[str], DifficultyBasi
 
 
 def strata_of(rows: Sequence[ReviewSample]) -> tuple[list[dict[str, str]], DifficultyBasis]:
-    """The five strata of each row (see the module docstring) and the difficulty basis."""
+    """The five strata of each row (docs/review.md) and the difficulty basis."""
     rewards, lengths = _reward_buckets(rows), _length_buckets(rows)
     difficulty, basis = _difficulty(rows)
     strata = [
@@ -193,11 +189,8 @@ def _slice_line(item: SliceItem) -> str:
 
 
 def export_slice(eval_dir: Path, n: int = 100, seed: int = 0, out: Path | None = None, force: bool = False) -> Path:
-    """Write `slice.jsonl` and `export.json` into `out` (default `EVAL_DIR/review`); return the folder.
-
-    Refuses (ReviewError) to replace a different slice in a folder that already holds labels, unless
-    `force`: labels are keyed by item id, and a new slice would orphan them.
-    """
+    """Write `slice.jsonl` and `export.json` into `out` (default `EVAL_DIR/review`) and return the folder;
+    a different slice over existing labels (which it would orphan) is a ReviewError unless `force`."""
     if n < 1:
         raise ReviewError(f"--items must be >= 1, got {n}")
     review_dir = out if out is not None else eval_dir / "review"

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from rlvr.tasks import Step
 from rlvr.verify import match_steps, parse_steps
 
-__all__ = ["Segment", "StepMark", "TextView", "annotate"]
+__all__ = ["TextView", "annotate"]
 
 
 class Segment(BaseModel):

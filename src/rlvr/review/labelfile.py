@@ -1,7 +1,5 @@
-"""Read another reviewer's labels from a JSONL or CSV file for `rlvr review import` (columns: docs/review.md).
-The whole file is validated before anything is written; the first bad row stops it with
-`FILE:LINE: field 'NAME': reason`.
-"""
+"""Read another reviewer's labels from a JSONL or CSV file for `rlvr review import` (columns: docs/review.md);
+the first bad row stops it with `FILE:LINE: field 'NAME': reason`."""
 
 from __future__ import annotations
 

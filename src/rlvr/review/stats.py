@@ -1,8 +1,6 @@
-"""Statistics of a review: `rlvr review stats REVIEW_DIR` writes `stats.json`: reviewer agreement, the
-consensus label, the verifiers against people and the headline pass@1 with its population-corrected
-estimate. Definitions and schema: docs/review.md, "stats and stats.json". All randomness comes from
-`np.random.default_rng(seed)`.
-"""
+"""Statistics of a review (`rlvr review stats` writes `stats.json`): reviewer agreement, the consensus
+label, the verifiers against people, the headline pass@1 and its population-corrected estimate.
+Definitions and schema: docs/review.md, "stats and stats.json"."""
 
 from __future__ import annotations
 
@@ -32,15 +30,7 @@ from rlvr.runs.review import (
     Verifiers,
 )
 
-__all__ = [
-    "STATS_FILE",
-    "classifier_stats",
-    "compute_stats",
-    "consensus",
-    "corrected_accuracy",
-    "reviewer_agreement",
-    "write_stats",
-]
+__all__ = ["classifier_stats", "compute_stats", "consensus", "corrected_accuracy", "reviewer_agreement", "write_stats"]
 
 STATS_FILE = "stats.json"
 
@@ -61,10 +51,7 @@ def consensus(labels: Sequence[StoredLabel]) -> dict[str, dict[str, bool]]:
     for lab in labels:
         by_item[lab.item_id].append(lab)
     return {
-        iid: {
-            "answer_correct": 2 * sum(x.answer_correct for x in labs) > len(labs),
-            "reasoning_valid": 2 * sum(x.reasoning_valid for x in labs) > len(labs),
-        }
+        iid: {k: 2 * sum(getattr(x, k) for x in labs) > len(labs) for k in ("answer_correct", "reasoning_valid")}
         for iid, labs in sorted(by_item.items())
     }
 
@@ -216,6 +203,11 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
     labelled = [it for it in items if it.item_id in cons]
     pairs = reviewer_agreement(labels)
     kappas = [p.answer_kappa for p in pairs if p.answer_kappa is not None]
+    agreement = Agreement(
+        pairs=pairs,
+        answer_kappa_min=min(kappas) if kappas else None,
+        items_multiply_labelled=sum(1 for n in Counter(lab.item_id for lab in labels).values() if n > 1),
+    )
     verifiers = _verifiers(labelled, cons)
     headline = _headline(labelled, cons, export, seed, n_resamples)
     return ReviewStats(
@@ -226,12 +218,8 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
         n_labelled=len(labelled),
         coverage=len(labelled) / len(items),
         reviewers=dict(sorted(Counter(lab.reviewer for lab in labels).items())),
-        summary=_summary(labelled, labels, kappas, verifiers, headline),
-        agreement=Agreement(
-            pairs=pairs,
-            answer_kappa_min=min(kappas) if kappas else None,
-            items_multiply_labelled=sum(1 for n in Counter(lab.item_id for lab in labels).values() if n > 1),
-        ),
+        summary=_summary(labelled, labels, agreement, verifiers, headline),
+        agreement=agreement,
         verifiers=verifiers,
         headline=headline,
         errors={c: sum(lab.error_category == c for lab in labels) for c in CATEGORIES},
@@ -242,7 +230,7 @@ def compute_stats(review_dir: Path, seed: int = 0, n_resamples: int = 2000) -> R
 def _summary(
     labelled: list[SliceItem],
     labels: Sequence[StoredLabel],
-    kappas: list[float],
+    agreement: Agreement,
     verifiers: Verifiers,
     headline: Headline,
 ) -> ReviewSummary:
@@ -252,7 +240,7 @@ def _summary(
     return ReviewSummary(
         n_labelled=len(labelled),
         n_reviewers=len({lab.reviewer for lab in labels}),
-        answer_kappa_min=min(kappas) if kappas else None,
+        answer_kappa_min=agreement.answer_kappa_min,
         verifier_precision=verifiers.verifier.precision,
         verifier_recall=verifiers.verifier.recall,
         pass_at_1_verifier=published,

@@ -1,10 +1,6 @@
-"""Human labels in an embedded SQLite database, `labels.db` in the review folder (schema: docs/review.md).
-
-Each label is committed in its own transaction as soon as it is received (WAL, `synchronous=FULL`), so
-killing the server loses nothing that was acknowledged; every write also appends to `history`. Writes are
-optimistic: a writer says which `version` of the label it last saw (0 = none), and a write against a newer
-version is refused with `Conflict` (two tabs or two people under one name).
-"""
+"""Human labels in `labels.db`, an SQLite database in the review folder: each label committed in its own
+transaction, every write kept in `history`, optimistic `version`s (a stale write is a `Conflict`). Schema
+and guarantees: docs/review.md, "labels.db" and "JSON API"."""
 
 from __future__ import annotations
 
@@ -118,12 +114,8 @@ def _as_bool(obj: Mapping[str, Any], name: str, strings: bool) -> bool:
 
 
 def parse_label(obj: Any, known_ids: Collection[str], strings: bool = False) -> Label:
-    """Validate a label object (from JSON, or a CSV row when `strings`) against the slice's item ids.
-
-    Rules: `item_id` in the slice; `reviewer` 1-40 of letters, digits and `_.@-`; `answer_correct`
-    and `reasoning_valid` booleans; `error_category` one of CATEGORIES or empty, and empty when the
-    answer is correct and the reasoning valid; `note` a string of at most 4000 characters.
-    """
+    """Validate a label object (from JSON, or a CSV row when `strings`) against the slice's item ids
+    (the rules: docs/review.md, "JSON API")."""
     if not isinstance(obj, Mapping):
         raise LabelError("label", f"must be an object, got {type(obj).__name__}")
     iid = obj.get("item_id")

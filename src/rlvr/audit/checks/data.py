@@ -13,7 +13,7 @@ from rlvr.audit.contamination import ContaminationReport, TrainIndex, build_inde
 from rlvr.audit.context import AuditContext, PairedChange
 from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, worst
 from rlvr.audit.runs import EvalRun
-from rlvr.tasks import Construction, DataError, get_task
+from rlvr.tasks import Construction, DataError, HoldoutError, get_task, load_task
 
 __all__ = ["ContaminationEvidence", "HoldoutEvidence", "check_contamination", "check_holdout"]
 
@@ -235,8 +235,6 @@ def check_contamination(ctx: AuditContext) -> CheckResult:
 
 # ------------------------------------------------------------------ 5. private holdout
 def _guard(task: str) -> Guard:
-    from rlvr.tasks import HoldoutError, load_task
-
     try:
         load_task(task, "holdout", n=1)  # type: ignore[arg-type]
     except HoldoutError:

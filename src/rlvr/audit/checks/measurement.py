@@ -15,7 +15,6 @@ from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, audit_verifier
 
 __all__ = [
-    "ComputePair",
     "MatchedComputeEvidence",
     "SeparationEvidence",
     "check_matched_compute",
