@@ -52,11 +52,8 @@ def gold_steps(steps: Any, answer: Any = None) -> list[Step] | None:
     return None
 
 
-def column(kwargs: dict[str, Any], name: str, n: int) -> Sequence[Any]:
-    """A dataset column of length n; a missing column raises a TypeError naming it."""
-    if name not in kwargs:
-        raise TypeError(f"reward needs the dataset column {name!r} (got columns: {sorted(kwargs)})")
-    values = kwargs[name]
+def column(values: Sequence[Any], name: str, n: int) -> Sequence[Any]:
+    """The dataset column `name`, checked to hold one value for each of the n completions."""
     if len(values) != n:
         raise ValueError(f"column {name!r} has {len(values)} values for {n} completions")
     return values
