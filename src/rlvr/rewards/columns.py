@@ -3,12 +3,14 @@ GSM8K solutions, gold steps as `Step`s, dicts or absent."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.tasks.problem import GoldFormatError, Step, parse_gsm8k_solution
 
-__all__ = ["completion_text", "gold_answer", "gold_steps", "column"]
+__all__ = ["RewardFn", "completion_text", "gold_answer", "gold_steps", "column"]
+
+RewardFn = Callable[..., list[float | None]]  # TRL's convention: f(completions, **columns)
 
 
 def completion_text(completion: Any) -> str:
