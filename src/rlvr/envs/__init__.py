@@ -1,11 +1,7 @@
-"""Environments: multi-turn conversations with tools, rolled out token-in/token-out.
+"""Environments: multi-turn conversations with tools, rolled out token-in/token-out (docs/environments.md).
 
-`env` holds the protocol (TRL's `environment_factory` convention: `reset(**row)`, public methods as
-tools, optional `get_reward()`) and `Conversation`, one conversation's state; `tools` turns typed
-functions into JSON schemas, parses tool calls (Hermes, Llama 3.1 JSON) and runs them so that no
-failure crashes a rollout; `rollout` runs conversations through any engine and keeps the exact
-sampled token ids plus the environment's, with a loss mask of 0 over the environment's
-(docs/environments.md).
+`env` holds the protocol and `Conversation`; `tools` the tools' schemas, call parsing and running;
+`rollout` the token-in/token-out conversations with a loss mask of 0 over the environment's tokens.
 """
 
 from rlvr.envs.env import Conversation, Environment, EnvLimits, env_tools

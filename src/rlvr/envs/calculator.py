@@ -1,18 +1,13 @@
-"""A calculator environment for arithmetic word problems, and the demonstrations that teach its call.
-
-`Calculator` has one tool, `calc(expr)`, which evaluates `+ - * /` and parentheses exactly
-(`rlvr.verify.evaluate_expr`, no `eval`). `demonstrate(problem)` writes a gold solution as a
-conversation: one call per calculator step of the gold solution (`Problem.steps`), the running
-value as the left operand, then the answer line:
+"""A calculator environment for arithmetic word problems (`Calculator`: one tool, `calc(expr)`, exact
+`+ - * /` and parentheses through `rlvr.verify.evaluate_expr`, no `eval`), and `demonstrate(problem)`:
+the assistant turns of a gold solution, one `calc` call per step of `Problem.steps`, then the answer
+line, for `rlvr sft`'s `demos:` (docs/environments.md, examples/calculator.yaml):
 
     A:<tool_call>{"name": "calc", "arguments": {"expr": "14*2"}}</tool_call>
     <tool_response>28</tool_response>
     A:<tool_call>{"name": "calc", "arguments": {"expr": "28+10"}}</tool_call>
     <tool_response>38</tool_response>
     A:#### 38
-
-`rlvr sft`'s `demos:` runs those turns through the environment itself (so every tool result is the
-tool's), token-in/token-out, with the loss on the assistant's tokens only (examples/calculator.yaml).
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
 """The environment protocol: what a multi-turn task is, and one conversation's state as it runs.
 
-An environment is any object with `reset(**row)`, in TRL's `environment_factory` convention, so a
-class written for TRL runs here unchanged:
+An environment is any object with `reset(**row)` (TRL's `environment_factory` convention, so a class
+written for TRL runs here unchanged; an example in docs/environments.md). Its public methods other than
+`reset` and `get_reward` are its tools; an optional `get_reward()` is one more reward.
 
-    class Calculator:
-        def reset(self, **row) -> str | None:      # the dataset row; a returned text is added to
-            self.calls = 0                        # the last user message
-        def multiply(self, a: float, b: float) -> float:
-            '''Multiply two numbers.
-
-            Args:
-                a: the first factor
-                b: the second factor
-            '''
-            self.calls += 1
-            return a * b
-
-Its public methods (not `reset`, not `get_reward`, not starting with `_`) are its tools; their type
-hints and docstrings become the JSON schemas the chat template gets as `tools=`. An optional
-`get_reward()` is one more reward (`rlvr.envs.rollout` passes it as the `env_reward` column), and
-every reward function receives the environment objects as the `environments` column, the whole
-conversation as `messages`, as TRL does.
-
-`Conversation` runs one: `step(assistant_text)` parses the turn's tool calls and returns the tool
-messages to send back, or None when the conversation is over (a turn without calls is the answer;
-the turn and tool-call limits end it too). Failures of a call are messages to the model and counts
-in `stats`, never exceptions.
+`Conversation.step(assistant_text)` parses the turn's tool calls and returns the tool messages to send
+back, or None when the conversation is over (a turn without calls is the answer; the turn and
+tool-call limits end it too). A failed call is a message to the model and a count in `errors`, never
+an exception.
 """
 
 from __future__ import annotations

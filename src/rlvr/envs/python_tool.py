@@ -1,23 +1,8 @@
-"""A Python interpreter as a tool: model-written code runs in rlvr's OS jail (`rlvr.sandbox.jail`:
-bubblewrap with no network, a read-only runtime, a private /tmp, uid 65534, seccomp with no new
-processes, rlimits), never in the trainer's process.
-
-    class PythonEnv:
-        def reset(self, **row):
-            self.py = PythonTool()                # one interpreter per conversation (persistent)
-        def python(self, code: str) -> str:
-            '''Run Python code; returns what it prints and the value of its last expression.
-
-            Args:
-                code: Python source
-            '''
-            return self.py.run(code)
+"""A Python interpreter as a tool: model-written code runs in rlvr's OS jail (`rlvr.sandbox.jail`),
+never in the trainer's process. Usage, limits and failures: docs/environments.md ("The Python tool").
 
 With `persistent=True` (the default) the names a snippet defines stay for the next call of the same
-conversation, as in a notebook; with False every call gets a fresh interpreter. A snippet that runs
-past `timeout_s` (wall clock; CPU time is capped too) kills its sandbox, and the next call starts a
-fresh one; its output is cut at `max_chars`. The model reads every failure as text. On a machine
-without bubblewrap the tool refuses to start (`SandboxUnavailable`) unless `unsafe_no_sandbox=True`.
+conversation, as in a notebook; with False every call gets a fresh interpreter.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Multi-turn rollouts, token-in/token-out: the sequence a model trains on is exactly the token ids it
-sampled for each assistant turn plus the environment's token ids for each observation.
-
-Every peer first re-tokenised earlier turns and drifted from what the model had sampled (TRL #5224,
-verl #6921: a newline dropped at every assistant-to-tool boundary, OpenRLHF #1128). Here nothing
-already in the sequence is decoded and encoded again:
-
-- the first prompt is the chat template's rendering of the first messages (with the tools' JSON
-  schemas as `tools=`), tokenised once;
-- each assistant turn is what the engine returned, token for token, ending at an end-of-turn token or
-  at a `sampling.stop` string such as `</tool_call>` (then the template's end-of-turn token opens the
-  observation, as the environment's); a turn cut at its token limit ends the conversation;
-- each observation is rendered once through the template against a fixed prefix and diffed (TRL's
-  suffix diff): `render(prefix + tool messages, add_generation_prompt)` minus `render(prefix)`, after
-  the tokens the template writes behind an assistant's end-of-turn token (ChatML's newline after
-  `<|im_end|>`, TRL #5317), which the model never samples;
-- the next turn's engine prompt is the sequence so far.
+sampled for each assistant turn plus the environment's token ids for each observation, nothing in it
+decoded and encoded again (docs/environments.md, "What happens in a conversation").
 
 `Trajectory.mask` is 1 over the model's tokens and 0 over the environment's: the trainer's log-probs,
 advantages, KL and mismatch correction see model tokens only.
@@ -85,9 +71,7 @@ class Trajectory:
     turns: list[tuple[int, int]] = field(default_factory=list)  # (start, end) in `ids` of each assistant turn
     truncated: bool = False  # a turn was cut at its token limit, or the budget ran out mid-conversation
     entropy_sum: float = 0.0  # over model tokens (mean: `entropy`)
-    logprobs: list[float] | None = (
-        None  # the engine's log-prob of each token when it reports them (vLLM); 0 on env tokens
-    )
+    logprobs: list[float] | None = None  # the engine's log-prob of each token (vLLM); 0 on env tokens
     conversation: Conversation | None = None
     engine_inputs: list[list[int]] = field(default_factory=list)  # the prompt the engine got each turn (tests)
 

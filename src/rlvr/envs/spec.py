@@ -1,8 +1,5 @@
-"""`env:` in a train config: which environment class to build for each conversation, and its limits.
-
-    env:
-      factory: examples/calculator_env.py:Calculator   # or package.module:Class
-      limits: {max_turns: 3, max_tool_calls: 4, max_total_tokens: 256}
+"""`env:` in a train config: which environment class to build for each conversation (`factory`:
+`FILE.py:CLASS` or `MODULE:CLASS`) and its `limits` (docs/environments.md has an example).
 
 The factory is your own code and runs in the trainer's process, as TRL's `environment_factory` does;
 code the model writes runs in the jail (`rlvr.envs.python_tool`).
@@ -18,13 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from rlvr.config import SamplingConfig
 from rlvr.envs.env import Conversation, EnvLimits
 from rlvr.envs.rollout import ChatRenderer, Trajectory, run_conversations
-from rlvr.models.engines import Sampler
 from rlvr.tasks import Problem, PromptFormatter
 
 __all__ = ["EnvRunner", "EnvSpec", "load_factory"]
@@ -117,38 +112,10 @@ class EnvRunner:
         return t
 
     def run(
-        self,
-        model: Any,
-        tok: Any,
-        probs: list[Problem],
-        n: int,
-        sampling: SamplingConfig,
-        *,
-        generator: torch.Generator | None = None,
-        seed: int = 0,
-        sampler: Sampler | None = None,
-        bf16: bool = False,
-        greedy: bool = False,
-        row_offset: int = 0,
-        total_rows: int | None = None,
-        any_live: Callable[[bool], bool] | None = None,
+        self, model: Any, tok: Any, probs: list[Problem], n: int, sampling: SamplingConfig, **kwargs: Any
     ) -> tuple[list[Conversation], list[Trajectory]]:
-        """`n` conversations per problem, run to their end (data parallelism: `run_conversations`)."""
+        """`n` conversations per problem, run to their end by `run_conversations`, which gets `kwargs`
+        (the engine, the seed or generator, data parallelism)."""
         convs = [self.start(p) for p in probs for _ in range(n)]
-        trajs = run_conversations(
-            model,
-            tok,
-            convs,
-            sampling,
-            end_ids=sorted(self.renderer.end_ids),
-            sampler=sampler,
-            renderer=self.renderer,
-            generator=generator,
-            seed=seed,
-            bf16=bf16,
-            greedy=greedy,
-            row_offset=row_offset,
-            total_rows=total_rows,
-            any_live=any_live,
-        )
-        return convs, trajs
+        end_ids = sorted(self.renderer.end_ids)
+        return convs, run_conversations(model, tok, convs, sampling, end_ids=end_ids, renderer=self.renderer, **kwargs)

@@ -1,13 +1,7 @@
-"""Tools: typed Python functions the model calls by name, their JSON schemas, the parsing of tool
-calls out of a completion, and running a call so that nothing it does can crash a rollout.
-
-`tool_schema(fn)` is transformers' `get_json_schema` (type hints plus a Google-style docstring), the
-form chat templates take as `tools=`. `parse_tool_calls(text, fmt)` reads the calls of one assistant
-turn in the Hermes form (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, Qwen2.5/Qwen3,
-any number) or the Llama 3.1 JSON form (the whole turn is `{"name": ..., "parameters": {...}}`,
-optionally after `<|python_tag|>`). `call_tool(tools, call, timeout_s)` runs one: a malformed call,
-an unknown tool, arguments that do not fit the signature, an exception or a timeout come back as an
-error text for the model (`ToolResult.error` says which kind), never as an exception.
+"""Tools: typed Python functions the model calls by name, their JSON schemas (`tool_schema`), the
+parsing of one assistant turn's calls in the Hermes or the Llama 3.1 JSON form (`parse_tool_calls`), and
+running a call so that nothing it does can crash a rollout (`call_tool`: every failure comes back as an
+error text for the model, `ToolResult.error` saying which kind, never as an exception).
 """
 
 from __future__ import annotations

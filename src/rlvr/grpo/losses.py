@@ -168,10 +168,6 @@ def aggregate(
     return fn(values, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
 
 
-def _agg_fn(aggregation: AggregationName | AggregateFn) -> AggregateFn:
-    return resolve_aggregation(aggregation) if isinstance(aggregation, str) else aggregation
-
-
 # ----------------------------------------------------------------------------- policy losses
 
 
@@ -183,6 +179,48 @@ def _ratio_stats(ratio: Tensor, m: Tensor) -> dict[str, Tensor]:
         "ratio_min": torch.where(m, ratio, math.inf).amin(),
         "ratio_max": torch.where(m, ratio, -math.inf).amax(),
     }
+
+
+def _reduce(
+    per_token: Tensor,
+    mask: Tensor,
+    aggregation: AggregationName | AggregateFn,
+    is_weights: Tensor | None,
+    max_len: int | None,
+    n_tokens_global: Count | None,
+    n_seqs_global: Count | None,
+) -> Tensor:
+    """A policy loss's `per_token` `(B, T)`, times `is_weights` (no gradient), reduced by `aggregation`."""
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach()
+    agg = resolve_aggregation(aggregation) if isinstance(aggregation, str) else aggregation
+    return agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+
+
+def _clipped_surrogate(ratio: Tensor, adv: Tensor, eps_low: float, eps_high: float, delta: float | None) -> Tensor:
+    """`-min(min(ratio, delta) * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)`, elementwise."""
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)
+    surr = ratio if delta is None else torch.clamp(ratio, max=delta)
+    return -torch.minimum(surr * adv, clipped * adv)
+
+
+def _clip_stats(
+    r: Tensor, adv: Tensor, m: Tensor, eps_low: float, eps_high: float, delta: float | None
+) -> tuple[dict[str, Tensor], Tensor]:
+    """Shares of the mask tokens of `m` `(B, T)`, for ratios `r` `(B, T)` and advantages `(B, 1)`:
+    `clip_frac_low` (`r < 1 - eps_low`, `A < 0`), `clip_frac_high` (`r > 1 + eps_high`, `A > 0`),
+    `clip_frac_delta` (`r > delta`, `A < 0`; only with `delta`), `clip_frac` (any: the tokens with zero
+    gradient), with `ratio_mean|min|max` of `r`; and the `(B, T)` mask of the clipped tokens."""
+    n = m.sum().clamp(min=1)
+    low = m & (r < 1.0 - eps_low) & (adv < 0)  # (B, T)
+    high = m & (r > 1.0 + eps_high) & (adv > 0)  # (B, T)
+    stats = {"clip_frac_low": low.sum() / n, "clip_frac_high": high.sum() / n}
+    if delta is not None:
+        dual = m & (r > delta) & (adv < 0)  # (B, T)
+        stats["clip_frac_delta"] = dual.sum() / n
+        low = low | dual
+    stats["clip_frac"] = (low | high).sum() / n
+    return {**stats, **_ratio_stats(r, m)}, low | high
 
 
 def policy_loss(
@@ -208,34 +246,14 @@ def policy_loss(
     (the rollout correction of `rlvr.grpo.correction`, or a 0/1 token selection; no gradient).
     `delta` (None = off): two-sided clipping (INTELLECT-2, arXiv:2505.07291, Sec. 4.1; dual clip,
     arXiv:1912.09729): the unclipped branch uses `min(rho, delta)`, bounding the loss of a token with
-    `A < 0` whose ratio ran away; needs `delta > 1 + eps_high`.
-
-    `stats` (detached, over the mask tokens): `clip_frac_low` (`rho < 1 - eps_low`, `A < 0`),
-    `clip_frac_high` (`rho > 1 + eps_high`, `A > 0`), `clip_frac_delta` (`rho > delta`, `A < 0`; only
-    with `delta`), `clip_frac` (any: the tokens with zero gradient); `ratio_mean|min|max` of `rho`.
+    `A < 0` whose ratio ran away; needs `delta > 1 + eps_high`. `stats` (detached): `_clip_stats` of `rho`.
     """
-    agg = _agg_fn(aggregation)
     ratio = torch.exp(logp - old_logp)  # (B, T)
     adv = advantages.unsqueeze(-1)  # (B, 1)
-    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
-    surr = ratio if delta is None else torch.clamp(ratio, max=delta)  # (B, T)
-    per_token = -torch.minimum(surr * adv, clipped * adv)  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.detach()
-    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    per_token = _clipped_surrogate(ratio, adv, eps_low, eps_high, delta)  # (B, T)
+    loss = _reduce(per_token, mask, aggregation, is_weights, max_len, n_tokens_global, n_seqs_global)
     with torch.no_grad():
-        m = mask.bool()
-        n = m.sum().clamp(min=1)
-        r = ratio.detach()
-        low = m & (r < 1.0 - eps_low) & (adv < 0)  # (B, T)
-        high = m & (r > 1.0 + eps_high) & (adv > 0)  # (B, T)
-        stats = {"clip_frac_low": low.sum() / n, "clip_frac_high": high.sum() / n}
-        if delta is not None:
-            dual = m & (r > delta) & (adv < 0)  # (B, T)
-            stats["clip_frac_delta"] = dual.sum() / n
-            low = low | dual
-        stats["clip_frac"] = (low | high).sum() / n
-        stats.update(_ratio_stats(r, m))
+        stats, _ = _clip_stats(ratio.detach(), adv, mask.bool(), eps_low, eps_high, delta)
     return loss, stats
 
 
@@ -247,20 +265,10 @@ def _sequence_log_ratio(logp: Tensor, old_logp: Tensor, m: Tensor) -> Tensor:
 def _sequence_clip(
     s: Tensor, adv: Tensor, m: Tensor, eps_low: float, eps_high: float, delta: float | None
 ) -> dict[str, Tensor]:
-    """GSPO's statistics from the sequence ratios `s` `(B,)`, advantages `(B, 1)`, mask `(B, T)`."""
-    a = adv.squeeze(-1)  # (B,)
-    low = (s < 1.0 - eps_low) & (a < 0)  # (B,)
-    high = (s > 1.0 + eps_high) & (a > 0)  # (B,)
-    tokens, seqs = m.sum(-1), m.any(-1)  # (B,)
-    n_tok = m.sum().clamp(min=1)
-    stats = {"clip_frac_low": (tokens * low).sum() / n_tok, "clip_frac_high": (tokens * high).sum() / n_tok}
-    if delta is not None:
-        dual = (s > delta) & (a < 0)  # (B,)
-        stats["clip_frac_delta"] = (tokens * dual).sum() / n_tok
-        low = low | dual
-    stats["clip_frac"] = (tokens * (low | high)).sum() / n_tok
-    stats["seq_clip_frac"] = (seqs & (low | high)).sum() / seqs.sum().clamp(min=1)
-    stats.update(_ratio_stats(s.unsqueeze(-1).expand(m.shape), m))
+    """GSPO's statistics from the sequence ratios `s` `(B, 1)`: `_clip_stats` of `s` on every token of
+    its row, and `seq_clip_frac` over the non-empty rows."""
+    stats, clipped = _clip_stats(s.expand(m.shape), adv, m, eps_low, eps_high, delta)
+    stats["seq_clip_frac"] = clipped.any(-1).sum() / m.any(-1).sum().clamp(min=1)
     return stats
 
 
@@ -286,23 +294,16 @@ def gspo_loss(
     then `aggregation` (`seq_mean_token_mean` gives the paper's `1/G sum_i`). `is_weights` and
     `delta` (on `s_i`) as in `policy_loss`. Change from vanilla GRPO: one ratio and one clip decision
     per sequence, so a clipped sequence sends no gradient through any token; the range is tiny
-    (3e-4 / 4e-4) as `s_i` is a geometric mean. On-policy `s_i = 1` and GSPO equals GRPO.
-
-    `stats`: `clip_frac*` as for `policy_loss`, the share of mask tokens whose sequence is clipped;
-    `seq_clip_frac`, the share of non-empty sequences clipped; `ratio_mean|min|max` of `s_i`.
+    (3e-4 / 4e-4) as `s_i` is a geometric mean. On-policy `s_i = 1` and GSPO equals GRPO. `stats`:
+    those of `policy_loss` for `s_i` on every token of its sequence, and `seq_clip_frac`.
     """
-    agg = _agg_fn(aggregation)
     m = mask.bool()
     s = torch.exp(_sequence_log_ratio(logp, old_logp, m)).unsqueeze(-1)  # (B, 1)
     adv = advantages.unsqueeze(-1)  # (B, 1)
-    clipped = torch.clamp(s, 1.0 - eps_low, 1.0 + eps_high)  # (B, 1)
-    surr = s if delta is None else torch.clamp(s, max=delta)  # (B, 1)
-    per_token = (-torch.minimum(surr * adv, clipped * adv)).expand_as(logp)  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.detach()
-    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    per_token = _clipped_surrogate(s, adv, eps_low, eps_high, delta).expand_as(logp)  # (B, T)
+    loss = _reduce(per_token, mask, aggregation, is_weights, max_len, n_tokens_global, n_seqs_global)
     with torch.no_grad():
-        stats = _sequence_clip(s.detach().squeeze(-1), adv, m, eps_low, eps_high, delta)
+        stats = _sequence_clip(s.detach(), adv, m, eps_low, eps_high, delta)
     return loss, stats
 
 
@@ -328,19 +329,14 @@ def gspo_token_loss(
     advantage per sequence its loss and gradient equal `gspo_loss`'s (tested); the form exists for
     per-token advantages. Change from vanilla GRPO: as GSPO.
     """
-    agg = _agg_fn(aggregation)
     m = mask.bool()
     log_s = _sequence_log_ratio(logp, old_logp, m).detach().unsqueeze(-1)  # (B, 1)
     coef = torch.exp(logp - logp.detach() + log_s)  # (B, T): value s_i, gradient of logp_it
     adv = advantages.unsqueeze(-1)  # (B, 1)
-    clipped = torch.clamp(coef, 1.0 - eps_low, 1.0 + eps_high)  # (B, T)
-    surr = coef if delta is None else torch.clamp(coef, max=delta)  # (B, T)
-    per_token = -torch.minimum(surr * adv, clipped * adv)  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.detach()
-    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    per_token = _clipped_surrogate(coef, adv, eps_low, eps_high, delta)  # (B, T)
+    loss = _reduce(per_token, mask, aggregation, is_weights, max_len, n_tokens_global, n_seqs_global)
     with torch.no_grad():
-        stats = _sequence_clip(torch.exp(log_s).squeeze(-1), adv, m, eps_low, eps_high, delta)
+        stats = _sequence_clip(torch.exp(log_s), adv, m, eps_low, eps_high, delta)
     return loss, stats
 
 
@@ -366,20 +362,15 @@ def cispo_loss(
     lower bound, as TRL); `delta` must be None. Change from vanilla GRPO: the weight is capped and its
     gradient stopped, so a token outside the clip range still gets gradient (rare "fork" tokens keep
     learning off-policy). TRL's `epsilon_high` is `1 + eps_high` here (ScaleRL, arXiv:2510.13786: 5).
-
-    `stats`: `clip_frac_high` / `clip_frac_low`, the share of mask tokens whose weight was capped with
-    `A > 0` / `A < 0` (they still get gradient); `clip_frac`, either; `ratio_mean|min|max` of `rho`.
+    `stats`: `clip_frac_high` / `clip_frac_low` count the capped weights with `A > 0` / `A < 0`.
     """
     if delta is not None:
         raise ValueError("cispo: delta does not apply (the importance weight is already capped at 1 + eps_high)")
-    agg = _agg_fn(aggregation)
     ratio = torch.exp(logp - old_logp)  # (B, T)
     adv = advantages.unsqueeze(-1)  # (B, 1)
     weight = torch.clamp(ratio, max=1.0 + eps_high).detach()  # (B, T)
     per_token = -weight * adv * logp  # (B, T)
-    if is_weights is not None:
-        per_token = per_token * is_weights.detach()
-    loss = agg(per_token, mask, max_len=max_len, n_tokens_global=n_tokens_global, n_seqs_global=n_seqs_global)
+    loss = _reduce(per_token, mask, aggregation, is_weights, max_len, n_tokens_global, n_seqs_global)
     with torch.no_grad():
         m = mask.bool()
         n = m.sum().clamp(min=1)
@@ -391,23 +382,7 @@ def cispo_loss(
     return loss, stats
 
 
-class PolicyLossFn(Protocol):
-    def __call__(
-        self,
-        logp: Tensor,
-        old_logp: Tensor,
-        advantages: Tensor,
-        mask: Tensor,
-        *,
-        eps_low: float = ...,
-        eps_high: float = ...,
-        aggregation: AggregationName | AggregateFn = ...,
-        max_len: int | None = None,
-        n_tokens_global: Count | None = None,
-        n_seqs_global: Count | None = None,
-        is_weights: Tensor | None = None,
-        delta: float | None = None,
-    ) -> tuple[Tensor, dict[str, Tensor]]: ...
+PolicyLossFn = Callable[..., tuple[Tensor, dict[str, Tensor]]]  # the signature of `policy_loss`
 
 
 Reduce = Literal["token", "seq", "min", "max"]

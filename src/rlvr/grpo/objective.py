@@ -10,6 +10,7 @@ branches on a string. Shapes: `B` prompts with `G` samples each, rewards `(B*G,)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
@@ -181,14 +182,8 @@ def reinforce_pp_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4)
     [0.5, -1.5, 0.5, 0.5]
     """
     s = _group_stats(rewards, group_size)
-    n = s.valid.sum()
-    mean = torch.where(s.valid, s.rewards, 0.0).sum() / n.clamp(min=1)
-    hi = torch.where(s.valid, s.rewards, -math.inf).amax()
-    lo = torch.where(s.valid, s.rewards, math.inf).amin()
-    flat = (n < 2) | (hi == lo)  # () exactly equal rewards: 0, not a float residue over eps
-    keep = s.valid & ~flat  # (B, G)
-    values = torch.where(keep, (s.rewards - mean) / (_batch_std(s.rewards, s.valid) + eps), 0.0)  # (B, G)
-    return Advantages(values.reshape(-1), s.zero_std)
+    batch = _group_stats(rewards, rewards.numel())  # the whole batch as one group
+    return Advantages(_finish(batch, batch.std + eps).values, s.zero_std)
 
 
 def reinforce_pp_baseline_advantages(rewards: Tensor, group_size: int, eps: float = 1e-4) -> Advantages:
@@ -294,19 +289,7 @@ def normalize_then_sum(
     return Advantages(values, torch.stack([p.zero_std for p in parts]).all(0))
 
 
-class RewardNormFn(Protocol):
-    def __call__(
-        self,
-        total: Tensor,
-        group_size: int,
-        components: Tensor | None = None,
-        weights: Tensor | None = None,
-        *,
-        advantage: AdvantageFn = ...,
-        eps: float = 1e-4,
-    ) -> Advantages: ...
-
-
+RewardNormFn = Callable[..., Advantages]  # the signature of `sum_then_normalize`
 REWARD_NORMALIZATIONS: dict[str, RewardNormFn] = {
     "sum_then_normalize": sum_then_normalize,
     "normalize_then_sum": normalize_then_sum,
@@ -342,10 +325,7 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return torch.expm1(d) - d
 
 
-class KLFn(Protocol):
-    def __call__(self, logp: Tensor, ref_logp: Tensor) -> Tensor: ...
-
-
+KLFn = Callable[[Tensor, Tensor], Tensor]
 KL_ESTIMATORS: dict[str, KLFn] = {"k1": kl_k1, "k2": kl_k2, "k3": kl_k3}
 
 

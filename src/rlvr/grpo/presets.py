@@ -120,14 +120,6 @@ PRESETS: dict[str, ObjectiveConfig] = {
         beta=0.0,
         policy_loss="gspo",
     ),
-    "gspo_token": ObjectiveConfig(
-        advantage_scale="group",
-        aggregation="seq_mean_token_mean",
-        eps_low=3e-4,
-        eps_high=4e-4,
-        beta=0.0,
-        policy_loss="gspo_token",
-    ),
     # CISPO (MiniMax-M1): clipped, stop-gradient IS weight on every token, token-level loss, no
     # KL. The paper gives no eps_high; 4.0 is ScaleRL's cap of 5 (TRL's recommended epsilon_high).
     "cispo": ObjectiveConfig(
@@ -164,5 +156,7 @@ PRESETS: dict[str, ObjectiveConfig] = {
         advantage_scale="group", aggregation="token_mean", beta=0.0, reward_normalization="normalize_then_sum"
     ),
 }
+# GSPO-token: GSPO's recipe with the token-level form of its ratio.
+PRESETS["gspo_token"] = PRESETS["gspo"].model_copy(update={"policy_loss": "gspo_token"})
 # Beyond the 80/20 Rule: DAPO with policy gradient on the top 20% highest-entropy tokens only.
 PRESETS["high_entropy"] = PRESETS["dapo"].model_copy(update={"top_entropy_quantile": 0.2})

@@ -102,8 +102,9 @@ def _sample_round(
     g, block = cfg.group_size, dist.block(len(probs))
     mine = probs[block.start : block.stop]
     t0 = time.perf_counter()
+    conversations = None
     if env is not None:  # each rank runs its block of conversations (rows), in step with the others
-        convs, trajs = env.run(
+        conversations = env.run(
             model,
             tok,
             mine,
@@ -116,10 +117,7 @@ def _sample_round(
             total_rows=len(probs) * g,
             any_live=dist.any if dist.world > 1 else None,
         )
-        t_gen = time.perf_counter() - t0
-        scored = (
-            _score(_EnvCompletions.of(convs, trajs), mine, fmt, runner, cfg, ocfg, env=(convs, trajs)) if mine else None
-        )
+        comp: Completions = _EnvCompletions.of(*conversations)
     else:
         comp = (sampler or Sampler("fast" if fast_decoder_supported(model) else "hf")).sample(
             model,
@@ -134,8 +132,8 @@ def _sample_round(
             row_offset=block.start * g,
             total_rows=len(probs) * g,
         )  # called on every rank, even with no rows, so the sampling streams stay in step
-        t_gen = time.perf_counter() - t0
-        scored = _score(comp, mine, fmt, runner, cfg, ocfg) if mine else None
+    t_gen = time.perf_counter() - t0
+    scored = _score(comp, mine, fmt, runner, cfg, ocfg, env=conversations) if mine else None
     groups, stats = scored or ([], _RoundStats(0.0, {}))
     if dist.world > 1:
         parts = dist.gather((groups, stats))

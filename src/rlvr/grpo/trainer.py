@@ -566,12 +566,9 @@ class GRPOTrainer:
             shutil.rmtree(ck)
         tmp.rename(ck)
 
-    def _checkpoints(self) -> list[Path]:
-        return finished_checkpoints(self.run.path)
-
     def _load_latest(self) -> None:
         """Resume from the newest checkpoint that loads; a torn one is skipped with a warning."""
-        for ck in self._checkpoints():
+        for ck in finished_checkpoints(self.run.path):
             try:
                 state = torch.load(ck / "trainer_state.pt", weights_only=False)
                 self._load_weights(ck)

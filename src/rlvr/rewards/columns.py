@@ -3,12 +3,14 @@ GSM8K solutions, gold steps as `Step`s, dicts or absent."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.tasks.problem import GoldFormatError, Step, parse_gsm8k_solution
 
-__all__ = ["completion_text", "gold_answer", "gold_steps", "column"]
+__all__ = ["RewardFn", "completion_text", "gold_answer", "gold_steps", "column"]
+
+RewardFn = Callable[..., list[float | None]]  # TRL's convention: f(completions, **columns)
 
 
 def completion_text(completion: Any) -> str:
@@ -52,11 +54,8 @@ def gold_steps(steps: Any, answer: Any = None) -> list[Step] | None:
     return None
 
 
-def column(kwargs: dict[str, Any], name: str, n: int) -> Sequence[Any]:
-    """A dataset column of length n; a missing column raises a TypeError naming it."""
-    if name not in kwargs:
-        raise TypeError(f"reward needs the dataset column {name!r} (got columns: {sorted(kwargs)})")
-    values = kwargs[name]
+def column(values: Sequence[Any], name: str, n: int) -> Sequence[Any]:
+    """The dataset column `name`, checked to hold one value for each of the n completions."""
     if len(values) != n:
         raise ValueError(f"column {name!r} has {len(values)} values for {n} completions")
     return values

@@ -10,13 +10,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from rlvr.rewards.columns import RewardFn
 from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, make_format_exact
 from rlvr.rewards.outcome import env_reward, outcome
 from rlvr.rewards.process import make_hybrid, make_process
 
 __all__ = ["RewardSpec", "REGISTRY", "build_reward", "combine", "weighted_sum", "RewardFn"]
-
-RewardFn = Callable[..., list[float | None]]
 
 
 class RewardSpec(BaseModel):

@@ -4,14 +4,12 @@ which is why the audit measures how much of the training reward came from them (
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
-from rlvr.rewards.columns import completion_text
+from rlvr.rewards.columns import RewardFn, completion_text
 
 __all__ = ["format_exact", "format_approx", "format_gsm8k", "format_r1", "make_format_exact", "make_format_approx"]
 
-RewardFn = Callable[..., list[float | None]]
 DEFAULT_TAGS = ("thinking", "solution")
 
 

@@ -23,8 +23,8 @@ def outcome(
     >>> outcome(["<<2+3=5>>5\\n#### 5", "#### 6"], answer=["5", "5"])
     [1.0, 0.0]
     """
-    golds = column({"answer": answer}, "answer", len(completions))
-    names = column({"task": task}, "task", len(completions)) if task is not None else [None] * len(completions)
+    golds = column(answer, "answer", len(completions))
+    names = column(task, "task", len(completions)) if task is not None else [None] * len(completions)
     return [
         1.0 if (get_task(name).verify if name else verify_answer)(completion_text(c), gold_answer(g)).correct else 0.0
         for c, g, name in zip(completions, golds, names, strict=True)
@@ -40,4 +40,4 @@ def env_reward(completions: list[Any], env_reward: list[float] | None = None, **
     """
     if env_reward is None:
         return [None] * len(completions)
-    return [None if v is None else float(v) for v in column({"env_reward": env_reward}, "env_reward", len(completions))]
+    return [None if v is None else float(v) for v in column(env_reward, "env_reward", len(completions))]

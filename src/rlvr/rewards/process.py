@@ -11,15 +11,12 @@ docs/studies.md section 1b). Problems without gold steps are not scorable (`None
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from rlvr.rewards.columns import completion_text, gold_steps
+from rlvr.rewards.columns import RewardFn, completion_text, gold_steps
 from rlvr.verify import match_steps, parse_steps
 
 __all__ = ["process", "make_process", "process_score", "make_hybrid", "hybrid"]
-
-RewardFn = Callable[..., list[float | None]]
 
 
 def process_score(

@@ -1,11 +1,7 @@
-"""User reward functions from the user's own Python file, run where they can be stopped
-(`rewards: [{file: my_rewards.py, function: brevity}]`, docs/rewards.md).
-
-`UserReward(path, function)` is a TRL-convention callable whose calls run in a "spawn" worker process
-of its own that imports the file once and serves calls over a pipe. A call past its timeout kills the
-worker (a Python function cannot be stopped from outside its process, and an abandoned thread keeps
-burning the cores and blocks the exit); the next call starts a fresh one. This runs trusted code:
-code you did not write goes through the OS sandbox (`sandbox: true`, `rlvr.sandbox`)."""
+"""User reward functions from the user's own Python file (`rewards: [{file: my_rewards.py, function:
+brevity}]`): `UserReward` runs each in a "spawn" worker process of its own, which a call past its timeout
+kills (docs/rewards.md). This runs trusted code: code you did not write goes through the OS sandbox
+(`sandbox: true`, `rlvr.sandbox`)."""
 
 from __future__ import annotations
 
