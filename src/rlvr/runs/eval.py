@@ -5,10 +5,11 @@ CI, per-problem results, fidelity, by difficulty), its `samples.jsonl` rows as `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from rlvr.runs.io import RunFileError
 from rlvr.runs.records import Record, _file, read_record
@@ -32,6 +33,17 @@ def _count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _expect(ok: Callable[[Any], bool], what: str) -> BeforeValidator:
+    """A check of a field's raw value: `what` and the value as its error."""
+
+    def check(v: Any) -> Any:
+        if not ok(v):
+            raise ValueError(f"{what}, got {v!r}")
+        return v
+
+    return BeforeValidator(check)
+
+
 class Metric(Record):
     """One metric of an evaluation: its value, 95% CI, k, samples per problem and token budget."""
 
@@ -45,26 +57,12 @@ class Metric(Record):
 class ProblemResult(Record):
     """One problem of an evaluation: `correct` of `n` samples, mean tokens, greedy correctness."""
 
-    id: str
-    n: int
+    id: Annotated[str, _expect(lambda v: isinstance(v, str), "missing or not a string")]
+    n: Annotated[int, _expect(lambda v: _count(v) and v >= 1, "expected a sample count >= 1")]
     correct: int
-    tokens: float
-    greedy: bool | None = None
+    tokens: Annotated[float, _expect(lambda v: _count(v) or isinstance(v, float), "missing or not a number")]
+    greedy: Annotated[bool | None, _expect(lambda v: v is None or isinstance(v, bool), "expected true or false")] = None
     n_steps: int | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id(cls, v: Any) -> Any:
-        if not isinstance(v, str):
-            raise ValueError(f"missing or not a string, got {v!r}")
-        return v
-
-    @field_validator("n", mode="before")
-    @classmethod
-    def _n(cls, v: Any) -> Any:
-        if not _count(v) or v < 1:
-            raise ValueError(f"expected a sample count >= 1, got {v!r}")
-        return v
 
     @field_validator("correct", mode="before")
     @classmethod
@@ -72,20 +70,6 @@ class ProblemResult(Record):
         n = info.data.get("n")
         if not _count(v) or not 0 <= v <= (n if isinstance(n, int) else v):
             raise ValueError(f"expected a count of correct samples in 0..{n}, got {v!r}")
-        return v
-
-    @field_validator("tokens", mode="before")
-    @classmethod
-    def _tokens(cls, v: Any) -> Any:
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ValueError(f"missing or not a number, got {v!r}")
-        return v
-
-    @field_validator("greedy", mode="before")
-    @classmethod
-    def _greedy(cls, v: Any) -> Any:
-        if v is not None and not isinstance(v, bool):
-            raise ValueError(f"expected true or false, got {v!r}")
         return v
 
 

@@ -191,12 +191,6 @@ def relocated_model(run: str | Path, model: str) -> str | None:
     return next((str(c.resolve()) for c in candidates if c.exists()), None)
 
 
-def _given(m: Manifest) -> dict[str, object]:
-    """The manifest's fields that were given (its defaults are not written)."""
-    given = m.model_fields_set
-    return {k: getattr(m, k) for k in type(m).model_fields if k in given} | dict(m.model_extra or {})
-
-
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(d, dict):
         return {prefix: d}
@@ -250,14 +244,11 @@ class RunDir:
             return
         try:
             check_unlocked(self.path)  # before anything is touched: a refusal changes no byte
-        except RunLockedError as e:
-            raise RunFolderError(str(e)) from None
-        check_out(self.path, resume=resume, overwrite=overwrite)
-        if overwrite and not resume and (self.path / "manifest.json").is_file():
-            shutil.rmtree(self.path)  # asked for; the inputs were checked before this point
-        try:
+            check_out(self.path, resume=resume, overwrite=overwrite)
+            if overwrite and not resume and (self.path / "manifest.json").is_file():
+                shutil.rmtree(self.path)  # asked for; the inputs were checked before this point
             self.lock = RunLock(self.path, command, tree=command in ("study", "search"))
-        except RunLockedError as e:
+        except RunLockedError as e:  # another live command holds the folder
             raise RunFolderError(str(e)) from None
         (self.path / "samples").mkdir(exist_ok=True)
         dump_config(config, self.path / "config.yaml")
@@ -276,8 +267,7 @@ class RunDir:
             fields["paths"] = Paths(model=paths)
         if resume and (self.path / "manifest.json").exists():
             old = read_manifest(self.path)
-            given = old.model_fields_set
-            fields.update({k: getattr(old, k) for k in ("seeds", "data", "config", "paths") if k in given})
+            fields.update(old.model_dump(include={"seeds", "data", "config", "paths"}, exclude_unset=True))
             fields["resumed_from"] = old.created
         elif not resume:
             (self.path / "metrics.jsonl").write_text("")
@@ -289,7 +279,7 @@ class RunDir:
     def write_manifest(self, **updates: Any) -> None:
         """Merge `updates` (manifest fields, validated as `Manifest`) into the manifest and rewrite it
         atomically; only the fields given so far are written."""
-        self.manifest = Manifest.model_validate({**_given(self.manifest), **updates})
+        self.manifest = Manifest.model_validate({**self.manifest.model_dump(exclude_unset=True), **updates})
         if not self.writes:
             return
         write_json(self.path / "manifest.json", self.manifest.model_dump(mode="json", exclude_unset=True))

@@ -153,7 +153,5 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path:
 
 def append_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
     """Append cleaned rows to a JSONL file and flush, so a crash loses nothing already logged."""
-    with Path(path).open("a", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(clean(r), ensure_ascii=False) + "\n")
-        fh.flush()
+    with Path(path).open("a", encoding="utf-8") as fh:  # closing flushes
+        fh.writelines(json.dumps(clean(r), ensure_ascii=False) + "\n" for r in rows)

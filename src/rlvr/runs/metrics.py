@@ -79,10 +79,8 @@ def read_metrics(path: str | Path, *, missing_ok: bool = False) -> MetricsLog:
     """The `metrics.jsonl` of a run folder (or the file itself); a bad line is a RunFileError naming
     the file and line. A row without `step` is the row's position (1-based)."""
     file = _file(path, "metrics.jsonl")
-    if not file.exists():
-        if missing_ok:
-            return MetricsLog()
-        raise RunFileError(f"{file}: no such file")
+    if missing_ok and not file.exists():
+        return MetricsLog()
     rows = []
     for i, (no, raw) in enumerate(iter_jsonl(file)):
         step = raw.get("step", i + 1)

@@ -1,13 +1,7 @@
 """Typed records every run folder shares: `manifest.json` (`Manifest`: what reproduces a run), the
 completions of `samples.jsonl` and `samples/train.jsonl` (`Sample`, `TrainSample`), a reward's audit
 (`RewardAudit`), and `read_record`, the one reader behind every typed JSON file of rlvr.runs (its
-records per folder kind: eval, study, demo, review, search, audit, metrics).
-
-Readers validate once, at the file, and name the file and field on bad input; everything after works
-with attributes a type checker follows. A `Record` is strict where it is written (`extra="forbid"`: a
-misspelt field fails in the writer) and lenient where it is read (`load_record` drops the fields this
-rlvr does not know, so a newer rlvr may add fields without breaking an older reader of the same schema
-version).
+records per folder kind: eval, study, demo, review, search, audit, metrics); the rules: docs/outputs.md.
 """
 
 from __future__ import annotations

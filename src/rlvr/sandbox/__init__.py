@@ -1,9 +1,8 @@
 """The reward sandbox: check untrusted reward code, then run it, always in an OS jail.
 
 `validate(source)` applies the four stages (static, load, namespace, probe); `load(source)` returns a
-`SandboxedReward`, a TRL-convention callable backed by one jailed worker. Modules: `core` (host side),
-`static` (stage 1), `jail` (the OS layer), `worker` (the in-jail script), `probe` (stage 4's batch).
-Layout, threat model and the stages: docs/sandbox.md."""
+`SandboxedReward`, a TRL-convention callable backed by one jailed worker. Modules, threat model and
+the stages: docs/sandbox.md."""
 
 from rlvr.sandbox.core import RewardRejected, SandboxedReward, Validation, check_file, load, validate
 from rlvr.sandbox.jail import SandboxUnavailable, UnsafeSandboxWarning

@@ -5,6 +5,7 @@ The stages, the call wrapper and the threat model: docs/sandbox.md."""
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import weakref
@@ -134,13 +135,11 @@ class SandboxedReward:
         self.backend = get_backend(unsafe_no_sandbox)
         self.last_error: str | None = None
         self.errors = 0
-        self.calls = 0
         self.restarts = 0
         self._lock = threading.Lock()
         self._worker: WorkerProcess | None = None
         self._finalizer: weakref.finalize | None = None
         self._next_id = 0
-        self._started = 0
         self._start()
 
     # --- worker lifecycle ---------------------------------------------------------------------
@@ -161,8 +160,6 @@ class SandboxedReward:
             raise RewardRejected(Validation(False, stage, str(reply.get("error", "unknown error"))[:500], None))
         self._worker = worker
         self._finalizer = weakref.finalize(self, worker.close)
-        self.restarts += self._started > 0
-        self._started += 1
 
     def _stop(self) -> None:
         if self._finalizer is not None:
@@ -193,20 +190,20 @@ class SandboxedReward:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle the configuration, not the process (e.g. for screening workers)."""
-        kw = dict(timeout_s=self.timeout_s, memory_mb=self.memory_mb, value_range=self.value_range, name=self.__name__)
-        kw.update(unsafe_no_sandbox=self.unsafe_no_sandbox, restricted=self.restricted, function=self.function)
-        return (_restore, (self.source, kw))
+        settings = ("timeout_s", "memory_mb", "value_range", "unsafe_no_sandbox", "restricted", "function")
+        kw = {k: getattr(self, k) for k in settings}
+        return (functools.partial(SandboxedReward, name=self.__name__, **kw), (self.source,))
 
     # --- calls --------------------------------------------------------------------------------
 
     def raw_call(self, completions: list[Any], columns: dict[str, Any]) -> tuple[list | None, str | None]:
         """One call as decoded JSON values (what the probe records), or None and why it failed."""
         with self._lock:
-            self.calls += 1
             try:
                 if self._worker is None or not self._worker.alive():
                     self._stop()
                     self._start()
+                    self.restarts += 1
                 assert self._worker is not None
                 self._next_id += 1
                 request = {"op": "call", "id": self._next_id, "completions": list(completions), "kwargs": columns}
@@ -241,10 +238,6 @@ class SandboxedReward:
         if problems:
             self.last_error = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
         return values
-
-
-def _restore(source: str, kw: dict[str, Any]) -> SandboxedReward:
-    return SandboxedReward(source, **kw)
 
 
 def load(

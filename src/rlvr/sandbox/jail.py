@@ -161,10 +161,8 @@ def _package_dir() -> Path:
 def _runtime_mounts() -> tuple[list[str], list[str]]:
     """Read-only paths the interpreter needs (libraries, stdlib, the executable) and the
     site-packages directories inside them to hide behind an empty tmpfs."""
-    binds: list[str] = []
-    for top in ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32"):
-        if os.path.isdir(top) and not os.path.islink(top):
-            binds.append(top)
+    tops = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32")
+    binds = [top for top in tops if os.path.isdir(top) and not os.path.islink(top)]
     paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     exe = _base_python()
     for p in (str(Path(sys.base_prefix) / "lib"), paths["stdlib"], paths["platstdlib"], exe):
@@ -202,18 +200,13 @@ class Backend:
     python: str = field(default_factory=_base_python)
 
     @property
-    def worker_path(self) -> str:
-        if self.kind == "bwrap":
-            return f"{JAIL_PKG_ROOT}/rlvr/{WORKER_SCRIPT}"
-        return str(_package_dir() / WORKER_SCRIPT)
-
-    @property
     def pkg_root(self) -> str:
+        """The folder holding the rlvr package, as the worker sees it."""
         return JAIL_PKG_ROOT if self.kind == "bwrap" else str(_package_dir().parent)
 
     def argv(self, cfg: dict[str, Any], seccomp_fd: int | None) -> list[str]:
         """The full command line for one worker with config `cfg`."""
-        cmd = [self.python, "-I", "-S", "-B", self.worker_path, json.dumps(cfg)]
+        cmd = [self.python, "-I", "-S", "-B", f"{self.pkg_root}/rlvr/{WORKER_SCRIPT}", json.dumps(cfg)]
         if self.kind != "bwrap":
             return cmd
         assert self.bwrap is not None

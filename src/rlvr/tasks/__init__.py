@@ -12,14 +12,7 @@ from typing import Any
 
 from rlvr.tasks.gsm8k import DataError
 from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
-from rlvr.tasks.prompt import (
-    PromptFormat,
-    PromptFormatError,
-    PromptFormatter,
-    format_prompt,
-    format_target,
-    resolve_format,
-)
+from rlvr.tasks.prompt import PromptFormatError, PromptFormatter, format_prompt, format_target
 from rlvr.tasks.task import SPLITS, Construction, HoldoutError, Split, Task, get_task, register, replay, task_names
 
 __all__ = [
@@ -28,7 +21,6 @@ __all__ = [
     "GoldFormatError",
     "HoldoutError",
     "Problem",
-    "PromptFormat",
     "PromptFormatError",
     "PromptFormatter",
     "SPLITS",
@@ -43,7 +35,6 @@ __all__ = [
     "problems_hash",
     "register",
     "replay",
-    "resolve_format",
     "task_names",
 ]
 
