@@ -53,15 +53,10 @@ class Primitive:
     params: tuple[Param, ...] = ()
     value_range: tuple[float, float] = (0.0, 1.0)
 
-    @property
-    def function(self) -> str:
-        """The name of the function the body defines."""
-        return f"p_{self.name}"
-
     def call(self, values: dict[str, float]) -> str:
         """A call expression with explicit parameter literals, e.g. `p_length(text, gold, gold_steps, limit=400)`."""
         args = "".join(f", {p.name}={p.literal(values.get(p.name, p.default))}" for p in self.params)
-        return f"{self.function}(text, gold, gold_steps{args})"
+        return f"p_{self.name}(text, gold, gold_steps{args})"
 
     def describe(self, values: dict[str, float]) -> str:
         """The description with the parameter values filled in."""

@@ -1,17 +1,17 @@
 """Write `search_report.html` (`write_report`, `render_html`): one self-contained page (inline CSS,
 plots as base64 PNG, no script, no external resource) that explains a finished search from its
 `SearchResults` (sections: docs/search.md, "Output"). Any part may be missing (a failed control, no
-ensembles): the page shows "n/a" or a sentence in its place. The template reads the typed views below;
-the plots are drawn from the record itself."""
+ensembles): the page shows "n/a" or a sentence in its place. The template reads the records with their
+derived columns (`_context`); the plots are drawn from the record itself."""
 
 from __future__ import annotations
 
 import base64
 import io
 import math
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TypeGuard
+from types import SimpleNamespace
+from typing import Any, TypeGuard
 
 import jinja2
 import matplotlib
@@ -19,14 +19,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend is chosen first
 from matplotlib.figure import Figure  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
-from rlvr.runs import RewardAudit, clean  # noqa: E402
+from rlvr.runs import clean  # noqa: E402
 from rlvr.search.records import (  # noqa: E402
-    Calibration,
     CandidateResult,
     DevScores,
     FinalComparison,
-    FinalTest,
     SearchResults,
     SeedsResult,
 )
@@ -199,165 +198,36 @@ def _figures(results: SearchResults) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------- the view
-# What the template reads: the records' values with the derived columns filled in and the missing
-# parts made explicit (a run without scores shows "n/a" in every cell). Reward audits, McNemar tests
-# and the calibration are shown as recorded, so the template reads those records themselves.
-@dataclass(frozen=True)
-class ScoresView:
-    """A configuration's dev or test scores; every field None when there are none (a failed run)."""
-
-    f1: float | None = None
-    f1_ci: list[float] | None = None
-    accuracy: float | None = None
-    accuracy_ci: list[float] | None = None
-    answered: float | None = None
-    greedy: float | None = None
-
-    @classmethod
-    def of(cls, s: DevScores | None) -> ScoresView:
-        if s is None:
-            return cls()
-        return cls(
-            f1=s.f1, f1_ci=s.f1_ci, accuracy=s.accuracy, accuracy_ci=s.accuracy_ci, answered=s.answered, greedy=s.greedy
-        )
+# What the template reads: the records themselves, each with its derived columns filled in and its
+# missing parts made explicit (`_scores`: a run without scores shows "n/a" in every cell).
+_NO_SCORES = SimpleNamespace(f1=None, f1_ci=None, accuracy=None, accuracy_ci=None, answered=None, greedy=None)
+# The header's settings, as written in results.json's config ("n/a" when absent).
+_SETUP = (
+    "rounds",
+    "candidates",
+    "screen_steps",
+    "dev_n",
+    "dev_samples",
+    "test_n",
+    "test_samples",
+    "seed",
+    "task",
+    "preset",
+    "ensemble_size",
+)
 
 
-@dataclass(frozen=True)
-class RunView:
-    """A screening run without a candidate of its own: the control or one seed of the seed study."""
-
-    status: str
-    scores: ScoresView
-    error: str | None = None
-    seed: int | None = None
-    test: ScoresView | None = None  # the seed study's runs on the test split
+def _scores(s: DevScores | None) -> DevScores | SimpleNamespace:
+    return _NO_SCORES if s is None else s
 
 
-@dataclass(frozen=True)
-class CandidateView:
+def _with(record: BaseModel, **derived: Any) -> SimpleNamespace:
+    """The record's fields for the template, with the derived ones replaced or added."""
+    return SimpleNamespace(**{**dict(record), **derived})
+
+
+def _candidate(c: CandidateResult) -> SimpleNamespace:
     """A leaderboard row, and the candidate's source with its validation in words."""
-
-    rank: int | None
-    name: str
-    round: int | None
-    accepted: bool | None
-    description: str
-    parents: list[str]
-    source: str
-    steps: int | None
-    status: str  # rejected | done | failed | not screened
-    detail: str  # the stage and reason of a rejection, or the error of a failed screen
-    validation: str
-    scores: ScoresView
-    audit: RewardAudit | None
-
-
-@dataclass(frozen=True)
-class RoundView:
-    """One round of the trajectory table: candidates proposed, accepted, screened and failed, and its best."""
-
-    round: int
-    proposed: int
-    accepted: int
-    screened: int
-    failed: int
-    best_f1: float | None
-    best: str | None
-
-
-@dataclass(frozen=True)
-class EnsembleView:
-    """An ensemble (top, diverse or random) in the table against the control and in the audit."""
-
-    kind: str
-    members: list[str]
-    status: str
-    error: str | None
-    scores: ScoresView
-    audit: RewardAudit | None
-
-
-@dataclass(frozen=True)
-class SeedsView:
-    """The seed study: the ensemble retrained, one `RunView` per seed."""
-
-    ensemble: str
-    runs: list[RunView]
-    f1_mean: float | None
-    f1_sd: float | None
-    test_mean: float | None = None
-    test_sd: float | None = None
-
-
-@dataclass(frozen=True)
-class FinalRow:
-    """One configuration's row of the final test comparison."""
-
-    name: str
-    scores: ScoresView
-
-
-@dataclass(frozen=True)
-class FinalView:
-    """The final test comparison; the sizes None and no rows when it was not reached."""
-
-    n_problems: int | None
-    n_samples: int | None
-    correction: str | None
-    scores: list[FinalRow]
-    tests: list[FinalTest]
-
-
-@dataclass(frozen=True)
-class WinnerView:
-    """A winner in the reward-hacking audit table: the best single candidate or an ensemble."""
-
-    label: str
-    audit: RewardAudit | None
-
-
-@dataclass(frozen=True)
-class SetupView:
-    """The header's settings, as written in results.json's config ("n/a" when absent)."""
-
-    rounds: object
-    candidates: object
-    screen_steps: object
-    dev_n: object
-    dev_samples: object
-    test_n: object
-    test_samples: object
-    seed: object
-    task: object
-    preset: object
-    ensemble_size: object
-
-
-@dataclass(frozen=True)
-class ReportView:
-    """The template's context (besides the plots): the page top to bottom."""
-
-    folder: str
-    base_model: str
-    wall: str
-    proposer: str
-    cfg: SetupView
-    final_steps: object
-    halving: bool
-    base_rewards: list[str]
-    control: RunView
-    rounds: list[RoundView]
-    candidates: list[CandidateView]
-    n_rejected: int
-    n_failed: int
-    ensembles: list[EnsembleView]
-    seeds: SeedsView | None
-    final: FinalView
-    winners: list[WinnerView]
-    calibration: Calibration | None
-
-
-def _candidate(c: CandidateResult) -> CandidateView:
     status = c.status or "not screened"
     if status == "rejected":
         detail = f"at {c.stage or '?'}: {c.reason or 'no reason given'}"
@@ -371,31 +241,26 @@ def _candidate(c: CandidateResult) -> CandidateView:
         validation = "accepted (static, load, namespace and probe checks passed)"
     else:
         validation = f"rejected {detail}"
-    return CandidateView(
-        rank=c.rank,
+    return _with(
+        c,
         name=c.name or "?",
-        round=c.round,
-        accepted=c.accepted,
-        description=c.description,
-        parents=list(c.parents),
-        source=c.source,
-        steps=c.steps,
         status=status,
         detail=detail,
         validation=validation,
-        scores=ScoresView.of(c.scores),
+        scores=_scores(c.scores),
         audit=c.reward_audit,
     )
 
 
-def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundView]:
+def _rounds(results: SearchResults, cands: list[SimpleNamespace]) -> list[SimpleNamespace]:
+    """One row a round: candidates proposed, accepted, screened and failed, and its best."""
     out = []
     for rnd in _round_numbers(results):
         mine = [c for c in cands if c.round == rnd]
         done = [c for c in mine if _ok(c.scores.f1)]
-        best = max(done, key=lambda c: c.scores.f1 or 0.0, default=None)  # every f1 in `done` is a number
+        best = max(done, key=lambda c: c.scores.f1, default=None)  # every f1 in `done` is a number
         out.append(
-            RoundView(
+            SimpleNamespace(
                 round=rnd,
                 proposed=len(mine),
                 accepted=sum(bool(c.accepted) for c in mine),
@@ -408,78 +273,63 @@ def _rounds(results: SearchResults, cands: list[CandidateView]) -> list[RoundVie
     return out
 
 
-def _final_view(f: FinalComparison | None) -> FinalView:
+def _final_view(f: FinalComparison | None) -> SimpleNamespace:
+    """The final test comparison, its scores as rows; the sizes None and no rows when it was not reached."""
     if f is None:
-        return FinalView(n_problems=None, n_samples=None, correction=None, scores=[], tests=[])
-    scores = [FinalRow(name, ScoresView.of(s)) for name, s in f.scores.items()]
-    return FinalView(
-        n_problems=f.n_problems, n_samples=f.n_samples, correction=f.correction, scores=scores, tests=list(f.tests)
-    )
+        return SimpleNamespace(n_problems=None, n_samples=None, correction=None, scores=[], tests=[])
+    return _with(f, scores=[SimpleNamespace(name=name, scores=s) for name, s in f.scores.items()])
 
 
-def _seeds_view(s: SeedsResult | None) -> SeedsView | None:
+def _seeds_view(s: SeedsResult | None) -> SimpleNamespace | None:
     if s is None or not s.runs:
         return None
-    runs = [
-        RunView(seed=r.seed, status=r.status or "?", scores=ScoresView.of(r.scores), test=ScoresView.of(r.test))
-        for r in s.runs
-    ]
-    return SeedsView(
-        ensemble=s.ensemble, runs=runs, f1_mean=s.f1_mean, f1_sd=s.f1_sd, test_mean=s.test_mean, test_sd=s.test_sd
-    )
+    runs = [_with(r, status=r.status or "?", scores=_scores(r.scores), test=_scores(r.test)) for r in s.runs]
+    return _with(s, runs=runs)
 
 
-def _view(results: SearchResults, path: Path) -> ReportView:
-    """The template's context: the results with the derived columns filled in."""
+def _context(results: SearchResults, path: Path) -> dict[str, Any]:
+    """The template's context (besides the plots): the page top to bottom."""
     cfg = clean(results.config)  # the config as written: any field may be absent
     proposer, halving = cfg.get("proposer") or {}, cfg.get("halving") or {}
     cands = [_candidate(c) for c in results.candidates]
     ctrl = results.control
     ensembles = [
-        EnsembleView(
-            kind=e.kind or "?",
-            members=list(e.members),
-            status=e.status or "?",
-            error=e.error,
-            scores=ScoresView.of(e.scores),
-            audit=e.reward_audit,
-        )
+        _with(e, kind=e.kind or "?", status=e.status or "?", scores=_scores(e.scores), audit=e.reward_audit)
         for e in results.ensembles
     ]
-    best = min((c for c in cands if c.rank is not None), key=lambda c: c.rank or 0, default=None)
-    winners = ([WinnerView(f"best single ({best.name})", best.audit)] if best else []) + [
-        WinnerView(f"{e.kind} ensemble", e.audit) for e in ensembles
+    best = min((c for c in cands if c.rank is not None), key=lambda c: c.rank, default=None)
+    winners = ([SimpleNamespace(label=f"best single ({best.name})", audit=best.audit)] if best else []) + [
+        SimpleNamespace(label=f"{e.kind} ensemble", audit=e.audit) for e in ensembles
     ]
-    return ReportView(
-        folder=Path(cfg.get("out") or path.parent).name or str(path.parent),
-        base_model=results.base_model or cfg.get("base_model") or "n/a",
-        wall=_duration(results.wall_s),
-        proposer=proposer.get("kind", "n/a") + (f" ({proposer['model']})" if proposer.get("model") else ""),
-        cfg=SetupView(**{f.name: cfg.get(f.name, "n/a") for f in fields(SetupView)}),
-        final_steps=cfg.get("final_steps") or cfg.get("screen_steps", "n/a"),
-        halving=bool(halving.get("enabled")),
-        base_rewards=[str(b.get("name")) for b in cfg.get("base_rewards") or [] if isinstance(b, dict)],
-        control=RunView(status=ctrl.status or "?", error=ctrl.error, scores=ScoresView.of(ctrl.scores)),
-        rounds=_rounds(results, cands),
-        candidates=cands,
-        n_rejected=sum(c.status == "rejected" for c in cands),
-        n_failed=sum(c.status == "failed" for c in cands),
-        ensembles=ensembles,
-        seeds=_seeds_view(results.seeds),
-        final=_final_view(results.final),
-        winners=winners,
-        calibration=results.calibration,
-    )
+    return {
+        "folder": Path(cfg.get("out") or path.parent).name or str(path.parent),
+        "base_model": results.base_model or cfg.get("base_model") or "n/a",
+        "wall": _duration(results.wall_s),
+        "proposer": proposer.get("kind", "n/a") + (f" ({proposer['model']})" if proposer.get("model") else ""),
+        "cfg": SimpleNamespace(**{k: cfg.get(k, "n/a") for k in _SETUP}),
+        "final_steps": cfg.get("final_steps") or cfg.get("screen_steps", "n/a"),
+        "halving": bool(halving.get("enabled")),
+        "base_rewards": [str(b.get("name")) for b in cfg.get("base_rewards") or [] if isinstance(b, dict)],
+        "control": _with(ctrl, status=ctrl.status or "?", scores=_scores(ctrl.scores)),
+        "rounds": _rounds(results, cands),
+        "candidates": cands,
+        "n_rejected": sum(c.status == "rejected" for c in cands),
+        "n_failed": sum(c.status == "failed" for c in cands),
+        "ensembles": ensembles,
+        "seeds": _seeds_view(results.seeds),
+        "final": _final_view(results.final),
+        "winners": winners,
+        "calibration": results.calibration,
+    }
 
 
 def render_html(results: SearchResults, path: Path = Path("search_report.html"), plots: bool = True) -> str:
     """The report as a string; `path` only names the output folder when the config does not."""
-    view = _view(results, path)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters.update(num=_num, signed=_signed, ci=_ci, pvalue=_pvalue)
-    context = {f.name: getattr(view, f.name) for f in fields(view)}  # shallow: the template reads the views
+    context = _context(results, path)
     return env.get_template("search_report.html.j2").render(**context, plots=_figures(results) if plots else {})
 
 

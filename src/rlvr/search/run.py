@@ -3,6 +3,7 @@ the store (OUT/search.db; `--resume` skips what finished). The stages and what e
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
@@ -196,25 +197,19 @@ class Search:
         out = []
         for row in self.store.candidates():
             if row.accepted is False:
-                out.append(
-                    RankedResult(
-                        row.name, row.source, row.description, failure=f"rejected at {row.stage}: {row.reason}"
-                    )
-                )
+                failure = f"rejected at {row.stage}: {row.reason}"
+            elif (res := self.best_result(row.name)) is None:
                 continue
-            res = self.best_result(row.name)
-            if res is None:
+            elif not res.done or res.scores is None:
+                failure = res.error or "failed"
+            elif (res.steps or 0) < self.cfg.screen_steps:  # cut by halving: not comparable with full-budget scores
+                failure = f"cut by successive halving after {res.steps} steps (dev F1 {res.scores.f1:.3f})"
+            else:
+                s = res.scores
+                ci = (s.f1_ci[0], s.f1_ci[1]) if s.f1_ci else (s.f1, s.f1)
+                out.append(RankedResult(row.name, row.source, row.description, s.f1, ci))
                 continue
-            if not res.done or res.scores is None:
-                out.append(RankedResult(row.name, row.source, row.description, failure=res.error or "failed"))
-                continue
-            s = res.scores
-            if (res.steps or 0) < self.cfg.screen_steps:  # cut by halving: not comparable with full-budget scores
-                why = f"cut by successive halving after {res.steps} steps (dev F1 {s.f1:.3f})"
-                out.append(RankedResult(row.name, row.source, row.description, failure=why))
-                continue
-            ci = (s.f1_ci[0], s.f1_ci[1]) if s.f1_ci else (s.f1, s.f1)
-            out.append(RankedResult(row.name, row.source, row.description, s.f1, ci))
+            out.append(RankedResult(row.name, row.source, row.description, failure=failure))
         return out
 
     def propose(self, rnd: int) -> list[CandidateRow]:
@@ -278,13 +273,9 @@ class Search:
         by_round: dict[int, list[CandidateRow]] = {}
         for r in good:
             by_round.setdefault(r.round, []).append(r)
-        diverse: list[CandidateRow] = []
-        depth = 0
-        while len(diverse) < k:  # best of each round in turn, then the second best of each, ...
-            for rnd in sorted(by_round):
-                if depth < len(by_round[rnd]) and len(diverse) < k:
-                    diverse.append(by_round[rnd][depth])
-            depth += 1
+        # the best of each round in turn, then the second best of each, ...
+        by_depth = itertools.zip_longest(*(by_round[rnd] for rnd in sorted(by_round)))
+        diverse = [r for depth in by_depth for r in depth if r is not None][:k]
         rng = random.Random(self.cfg.seed * 7919 + 13)
         rand = rng.sample(sorted(good, key=lambda r: r.name), k)  # from the screened ones, like the others
         out = {"top": top, "diverse": diverse, "random": rand}
@@ -460,7 +451,7 @@ class Search:
             screened = {k: getattr(res, k) for k in ("error", "steps", "train", "reward_audit")} if res else {}
             cands.append(
                 CandidateResult(
-                    **{k: v for k, v in vars(row).items() if k != "probe"},  # the candidate as stored
+                    **vars(row),  # the candidate as stored
                     **screened,
                     rank=rank if x.done else None,
                     status="rejected" if row.accepted is False else (res.status if res else "not screened"),

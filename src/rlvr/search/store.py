@@ -73,7 +73,6 @@ class CandidateRow:
     accepted: bool | None
     stage: str | None
     reason: str | None
-    probe: list[Any] | None
 
 
 class Store:
@@ -135,7 +134,7 @@ class Store:
             )
 
     def candidates(self, rnd: int | None = None) -> list[CandidateRow]:
-        q = "SELECT name, round, source, description, parents, accepted, stage, reason, probe FROM candidates"
+        q = "SELECT name, round, source, description, parents, accepted, stage, reason FROM candidates"
         args: tuple[Any, ...] = ()
         if rnd is not None:
             q, args = q + " WHERE round = ?", (rnd,)
@@ -150,7 +149,6 @@ class Store:
                 accepted=None if r[5] is None else bool(r[5]),
                 stage=r[6],
                 reason=r[7],
-                probe=None if r[8] is None else json.loads(r[8]),
             )
             for r in rows
         ]

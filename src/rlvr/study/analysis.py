@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,9 @@ def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: 
     if arm is not None and done:
         rates = arm.pooled(ids)
         low, high = bootstrap_ci(rates, seed=0)
-        judge: dict[str, int] = {}
+        judge: Counter[str] = Counter()
         for run in done:
-            for cat, n in (run.judge or {}).items():
-                judge[cat] = judge.get(cat, 0) + n
+            judge.update(run.judge or {})
         pooled = StudyPooled(
             pass_at_1=PooledPass(
                 value=float(rates.mean()),
@@ -119,7 +119,7 @@ def _condition(name: str, kind: str, arm: _Arm | None, ids: list[str], results: 
             ),
             greedy=_spread([d.greedy for d in done if d.greedy is not None]),
             fidelity={k: _spread([v for d in done if (v := d.fidelity.get(k)) is not None]) for k in FIDELITY_KEYS},
-            judge=judge or None,
+            judge=dict(judge) or None,
             n_seeds=len(done),
         )
     return StudyCondition(name=name, kind=kind, runs=runs, pooled=pooled)

@@ -60,12 +60,10 @@ class StudyJobResult(Record):
     run_dir: str | None = None
     eval_dir: str
     status: str = "failed"
-    reused: bool = False  # finished folders of an earlier (resumed) study
     train_seconds: float | None = None
     steps_done: int | None = None
     error: str | None = None
     traceback: str | None = None
-    judge_error: str | None = None
     seconds: float | None = None
 
 

@@ -41,7 +41,6 @@ class StudyJob:
     kind: str
     condition: str
     seed: int
-    base: str  # the base model folder
     run_dir: str  # "" for the base condition
     eval_dir: str
     evaluation: EvalConfig
@@ -195,7 +194,7 @@ def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None 
                 train = _sft_config(cfg, seed, base, run_dir, threads, sft_seconds)
             model, run = (base, "") if train is None else (str(run_dir / "model"), str(run_dir))
             evaluation = _eval_config(cfg, threads, model, eval_dir)
-            jobs.append(StudyJob(key, cond.kind, cond.name, seed, base, run, str(eval_dir), evaluation, train))
+            jobs.append(StudyJob(key, cond.kind, cond.name, seed, run, str(eval_dir), evaluation, train))
     return jobs
 
 
@@ -234,7 +233,7 @@ def _run(cfg: StudyConfig, jobs: list[StudyJob], results: dict[str, StudyJobResu
         if j not in todo:
             m = read_manifest(j.run_dir) if j.run_dir else None
             seconds, steps = (m.wall_s, m.steps_done) if m else (None, None)
-            results[j.key] = j.result(status="done", reused=True, train_seconds=seconds, steps_done=steps)
+            results[j.key] = j.result(status="done", train_seconds=seconds, steps_done=steps)
     if not todo:
         return
     how = f"{cfg.workers or 'in this'} process{'es' if cfg.workers else ''}" + (f", Ray {cfg.ray}" if cfg.ray else "")
@@ -265,7 +264,6 @@ def _judge(cfg: StudyConfig, results: dict[str, StudyJobResult], log: Log) -> No
             judge_samples(Path(r.eval_dir), settings, n=cfg.judge.n)
         except JudgeError as e:
             log(f"judge: {r.key}: {e}")
-            r.judge_error = str(e)
 
 
 def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False, log: Log = print) -> StudyResult:
