@@ -61,3 +61,18 @@ def test_only_pass_at_1(tmp_path: Path) -> None:
     (d / "eval.json").write_text(json.dumps(e))
     assert all(p.is_file() for p in write_eval_plots(d))
     assert metric_series(read_eval(d).metrics, "maj") == [(1, 0.5, 0.4, 0.6, 20.0)]
+
+
+def test_a_zero_token_run_does_not_stretch_the_log_axis(tmp_path: Path, monkeypatch) -> None:
+    """An evaluation whose completions are all empty (0 tokens per problem) has no place on a log axis:
+    its points are dropped and the other runs keep a readable axis (the scale is set after plotting)."""
+    import rlvr.evaluate.plots as plots
+
+    limits = []
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, *a: limits.append(fig.axes[0].get_xlim()) or save(fig, *a))
+    runs = [write_eval(tmp_path, "normal", 0.2, 30.0), write_eval(tmp_path, "empty", 0.0, 0.0)]
+    write_compare_plots(runs, tmp_path / "cmp", labels=["normal", "empty"])
+    assert len(limits) == 2
+    for low, high in limits:  # pass@k against k, then accuracy against tokens (30 to 240)
+        assert 0.1 < low < high < 1_000

@@ -148,11 +148,13 @@ def _ratio(late: float, early: float) -> float:
     return late / early if math.isfinite(late) and math.isfinite(early) and early > 0 else math.nan
 
 
+_LOW = ("length_collapse", "entropy_collapse")  # alarms on values at or below their thresholds
+
+
 def _level(value: float, alarm: str) -> str | None:
-    """`fail`, `warn` or None for `value` against `THRESHOLDS[alarm]`; a pair whose fail threshold is
-    below its warn threshold alarms on low values (a collapse), else on high ones."""
+    """`fail`, `warn` or None for `value` against `THRESHOLDS[alarm]` (at or above them; `_LOW`: at or below)."""
     warn, fail = THRESHOLDS[alarm]
-    sign = 1.0 if fail >= warn else -1.0
+    sign = -1.0 if alarm in _LOW else 1.0
     if not math.isfinite(value):
         return None
     if sign * value >= sign * fail:

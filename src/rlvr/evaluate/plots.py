@@ -68,7 +68,6 @@ def _new_figure() -> tuple[Figure, Axes]:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.grid(True, alpha=0.3)
-    ax.set_xscale("log", base=2)
     return fig, ax
 
 
@@ -114,6 +113,7 @@ def plot_pass_at_k(runs: Sequence[tuple[str, EvalResult]], path: Path, title: st
         if "greedy" in metrics:
             gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [0.9 * dodge], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
+    ax.set_xscale("log", base=2)  # after plotting: a point at 0 is then dropped, not stretched over the axis
     if ks:
         ax.set_xticks(sorted(ks))
     return _save(fig, path, "k (samples per problem)", title or "pass@k and maj@k (95% CI)")
@@ -133,6 +133,7 @@ def plot_accuracy_vs_tokens(runs: Sequence[tuple[str, EvalResult]], path: Path, 
         if "greedy" in metrics:
             gs: Series = [_point(1, metrics["greedy"])]
             _errorbar(ax, [gs[0][4]], gs, fmt="*", color=color, markersize=10, label=f"{label} greedy")
+    ax.set_xscale("log", base=2)  # after plotting (see plot_pass_at_k)
     return _save(fig, path, "tokens per problem", title or "accuracy at a token budget (labels: k)")
 
 

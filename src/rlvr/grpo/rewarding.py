@@ -116,6 +116,8 @@ class RewardRunner:
     """
 
     def __init__(self, specs: Sequence[RewardSpec], timeout_s: float = 30.0, extra: dict[str, Any] | None = None):
+        if not specs:
+            raise ValueError("at least one reward is needed")
         self.specs = list(specs)
         self.names = [s.label for s in self.specs] + list((extra or {}).keys())
         self.weights = [s.weight for s in self.specs] + [1.0] * len(extra or {})
