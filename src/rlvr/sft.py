@@ -153,24 +153,28 @@ def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConf
     return worked, worked if mixed is problems else encode(mixed)
 
 
-def _demo_turns(cfg: SFTConfig, problems: list[Problem]) -> dict[int, list[str]]:
-    """The scripted assistant turns of `cfg.demos.share` of the problems (drawn with the seed), by
-    problem index; {} without `demos`. A script that fails is a DataError naming the problem."""
+def _demo_turns(cfg: SFTConfig, problems: list[Problem]) -> tuple[list[str], dict[int, list[str]]]:
+    """The scripted assistant turns of the first problem (whose words the tiny vocabulary takes) and of
+    `cfg.demos.share` of the problems (drawn with the seed), by problem index; nothing without `demos`.
+    A script that fails is a DataError naming it and the problem."""
     if cfg.demos is None:
-        return {}
+        return [], {}
+    name = cfg.demos.script
     try:
-        script = load_factory(cfg.demos.script)
+        script = load_factory(name)
     except ValueError as e:
         raise DataError(f"demos: {e}") from None
+
+    def turns(p: Problem) -> list[str]:
+        try:
+            return [str(t) for t in script(p)]
+        except Exception as e:  # noqa: BLE001 - the user's script: name it, the problem and the error
+            raise DataError(f"demos: {name} on {p.id}: {type(e).__name__}: {e}") from None
+
     rng = random.Random(f"rlvr.sft/demos/{cfg.seed}")
-    out = {}
-    for i, p in enumerate(problems):
-        if rng.random() < cfg.demos.share:
-            try:
-                out[i] = [str(t) for t in script(p)]
-            except Exception as e:  # noqa: BLE001 - the user's script: name it, the problem and the error
-                raise DataError(f"demos: {cfg.demos.script} on {p.id}: {type(e).__name__}: {e}") from None
-    return out
+    picked = [i for i in range(len(problems)) if rng.random() < cfg.demos.share]
+    demos = {i: turns(problems[i]) for i in picked}
+    return turns(problems[0]), demos  # in the order the script always ran in
 
 
 def _demos(
@@ -212,18 +216,17 @@ def _accumulate(model, idx: list[int], prompt_ids, target_ids, pad_id: int, cfg:
     return total
 
 
-def _build_model(cfg: SFTConfig, problems: list[Problem], demo_turns: dict[int, list[str]]):
-    """(tokenizer, model): the embedded tiny model built from the task's plain-format text (and the
-    demonstrations' words), or a local HF model."""
+def _build_model(cfg: SFTConfig, problems: list[Problem], first: list[str], demo_turns: dict[int, list[str]]):
+    """(tokenizer, model): the embedded tiny model built from the task's plain-format text and the
+    demonstrations' words (`first`: the first problem's turns, then any word the others add), or a
+    local HF model."""
     if cfg.model != "tiny":
         return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
-    texts = [format_prompt(p.question) + format_target(p) for p in problems]
-    if cfg.demos is not None:  # the words of the demonstrations: the first problem's turns, then any word they lack
-        texts += load_factory(cfg.demos.script)(problems[0])
-        known = {w for t in texts for w in re.findall(r"[A-Za-z]+", t)}
-        extra = {w for ts in demo_turns.values() for t in ts for w in re.findall(r"[A-Za-z]+", t)} - known
-        if extra:
-            texts.append(" ".join(sorted(extra)))
+    texts = [format_prompt(p.question) + format_target(p) for p in problems] + first
+    known = {w for t in texts for w in re.findall(r"[A-Za-z]+", t)}
+    extra = {w for ts in demo_turns.values() for t in ts for w in re.findall(r"[A-Za-z]+", t)} - known
+    if extra:
+        texts.append(" ".join(sorted(extra)))
     tok = build_tokenizer(texts, chat=cfg.sampling.prompt_format == "chat")
     model = build_tiny_model(tok, cfg.tiny, seed=cfg.seed)
     tok.padding_side = "left"
@@ -244,8 +247,8 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     problems = replay(load)
     if not problems:
         raise DataError(f"{cfg.task}: no training problems")
-    demo_turns = _demo_turns(cfg, problems)
-    tok, model = _build_model(cfg, problems, demo_turns)
+    first_turns, demo_turns = _demo_turns(cfg, problems)
+    tok, model = _build_model(cfg, problems, first_turns, demo_turns)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     demos = _demos(cfg, tok, fmt, problems, demo_turns)
     model.to(cfg.device).train()

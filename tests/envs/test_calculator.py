@@ -207,6 +207,11 @@ def test_demo_scripts_words_reach_the_vocabulary_and_a_failing_script_is_one_lin
     r = cli.invoke(app, ["sft", "--config", str(cfg), "--out", str(tmp_path / "bad")])
     assert r.exit_code == 2 and "broken on arith-small-train-0-0: KeyError" in r.output
     assert not (tmp_path / "bad").exists()
+    # the first problem's turns feed the vocabulary even when it is not drawn for a demonstration
+    cfg.write_text(cfg.read_text().replace("share: 1.0", "share: 0.01"))
+    r = cli.invoke(app, ["sft", "--config", str(cfg), "--out", str(tmp_path / "bad")])
+    assert r.exit_code == 2 and "broken on arith-small-train-0-0: KeyError" in r.output
+    assert not (tmp_path / "bad").exists()
 
 
 @pytest.mark.slow  # about a minute: the example configs as a new user runs them, with few steps
