@@ -4,12 +4,15 @@
 majority voting; `parse_steps`, `check_step` and `match_steps` read worked steps for process rewards.
 """
 
-from rlvr.verify.answer import Verdict, extract_answer, parse_number, verify_answer
+from rlvr.verify.answer import STATUSES, UNSCORED, Status, Verdict, extract_answer, parse_number, verify_answer
 from rlvr.verify.numbers import format_number
 from rlvr.verify.steps import ParsedStep, check_step, evaluate_expr, match_steps, parse_steps
 
 __all__ = [
+    "STATUSES",
+    "UNSCORED",
     "ParsedStep",
+    "Status",
     "Verdict",
     "check_step",
     "evaluate_expr",

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Literal, get_args
 
 from rlvr.verify.numbers import (
     HEDGED,
@@ -25,7 +26,7 @@ from rlvr.verify.numbers import (
     tokens,
 )
 
-__all__ = ["MAX_MARKERS", "Verdict", "extract_answer", "parse_number", "verify_answer"]
+__all__ = ["MAX_MARKERS", "STATUSES", "Status", "UNSCORED", "Verdict", "extract_answer", "parse_number", "verify_answer"]
 
 MAX_MARKERS = 64  # more answer markers than this in one completion is marker spam, not an answer
 
@@ -63,15 +64,40 @@ _NUMBER_CHARS = re.compile(r"[\d,.]*")
 _WINDOW = 4096  # the no-marker path reads the text backwards in windows of this size
 
 
+Status = Literal["correct", "wrong", "unparseable_gold", "unparseable_answer", "timeout", "infra_error"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+UNSCORED: frozenset[str] = frozenset({"timeout", "infra_error"})  # no verdict was reached: reward None
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The verifier's decision on one completion: `parsed` is the final answer in canonical form ("18",
     "-3", "2.5", "7/3") or None when no single answer could be extracted; `reason` is a short phrase
-    ("correct", "wrong value", "hedged answer", ...; the list is in docs/rewards.md)."""
+    ("correct", "wrong value", "hedged answer", ...; the list is in docs/rewards.md).
+
+    `status` is one of `STATUSES`, the class the reward, the metrics and the audit read: left out, it
+    is "correct" or "wrong" (an unparsed answer: "unparseable_answer"). A verdict whose status is in
+    `UNSCORED` (the verifier ran out of time, or its infrastructure failed) is not a judgement of the
+    completion: its reward is None, never 0."""
 
     correct: bool
     parsed: str | None
     reason: str
+    status: Status = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.status is None:
+            derived = "correct" if self.correct else ("wrong" if self.parsed is not None else "unparseable_answer")
+            object.__setattr__(self, "status", derived)
+        elif self.status not in STATUSES:
+            raise ValueError(f"unknown verdict status {self.status!r}: use one of {', '.join(STATUSES)}")
+        if self.correct != (self.status == "correct"):
+            raise ValueError(f"a verdict with status {self.status!r} cannot have correct={self.correct}")
+
+    @property
+    def scored(self) -> bool:
+        """Whether the verifier reached a judgement (False for a timeout or an infrastructure error)."""
+        return self.status not in UNSCORED
 
 
 def verify_answer(completion: str, gold: str) -> Verdict:
@@ -88,7 +114,7 @@ def verify_answer(completion: str, gold: str) -> Verdict:
     """
     gold_value = _gold_value(gold)
     if gold_value is None:
-        return Verdict(False, None, "invalid gold")
+        return Verdict(False, None, "invalid gold", "unparseable_gold")
     value, reason = _extract(completion)
     if value is None:
         return Verdict(False, None, reason)
