@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
@@ -520,13 +521,15 @@ def verify(
         str, typer.Option(help="The task whose verifier decides: arith, gsm8k, a registered one.")
     ] = "arith",
 ) -> None:
-    """Verify completions: each line comes back with `correct`, `parsed` and `reason` added."""
+    """Verify completions: each line comes back with `correct`, `parsed`, `reason` and `status` added;
+    the count of each status goes to standard error."""
     from rlvr.rewards.columns import gold_answer
     from rlvr.tasks import DataError, get_task
     from rlvr.textfile import TextFileError, read_text
+    from rlvr.verify import STATUSES
 
     try:
-        verify = get_task(task).verify
+        the_task = get_task(task)
     except DataError as e:
         fail(str(e))
 
@@ -547,9 +550,11 @@ def verify(
         gold = row.get("gold", row.get("answer"))
         if not isinstance(gold, str | int | float) or isinstance(gold, bool):
             fail(f"{file}:{i}: field 'gold': missing (give 'gold' or a GSM8K-style 'answer')")
-        v = verify(row["completion"], gold_answer(gold))
-        rows.append({**row, "correct": v.correct, "parsed": v.parsed, "reason": v.reason})
+        v = the_task.verify(row["completion"], gold_answer(gold), **{k: row[k] for k in the_task.columns if k in row})
+        rows.append({**row, "correct": v.correct, "parsed": v.parsed, "reason": v.reason, "status": v.status})
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    counts = Counter(r["status"] for r in rows)
+    Console(stderr=True).print("statuses: " + ", ".join(f"{s} {counts[s]}" for s in STATUSES), soft_wrap=True)
     if out is None:
         sys.stdout.write(text)
     else:

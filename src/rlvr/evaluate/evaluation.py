@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -141,6 +142,7 @@ def _sample_rows(problems: list[Problem], scored: Scored, temperature: float, pr
                     parsed=scored.parsed[i][j],
                     correct=bool(scored.correct[i, j]),
                     reason=scored.reasons[i][j],
+                    status=scored.statuses[i][j] if scored.statuses is not None else None,
                     tokens=int(scored.tokens[i, j]),
                     truncated=bool(scored.truncated[i, j]),
                     **_conversation(scored, i, j),
@@ -195,6 +197,7 @@ def _result(
         truncated_frac=float(sampled.truncated.mean()),
         **({"greedy_truncated_frac": float(greedy.truncated.mean())} if greedy is not None else {}),
         tokens_per_sample=float(sampled.tokens.mean()),
+        statuses=dict(Counter(s for row in sampled.statuses or [] for s in row)),
         **({"env_tokens_per_sample": float(sampled.env_tokens.mean())} if sampled.env_tokens is not None else {}),
         **summarize_scores(problems, sampled, greedy, cfg),
         fidelity=fidelity_metrics(problems, sampled),

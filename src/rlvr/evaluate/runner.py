@@ -29,6 +29,7 @@ class Scored:
     parsed: list[list[str | None]]
     reasons: list[list[str]]
     texts: list[list[str]]
+    statuses: list[list[str]] | None = None  # (P, n) each verdict's status (rlvr.verify.STATUSES)
     env_tokens: np.ndarray | None = None  # (P, n) an environment's (tool) tokens; `tokens` are the model's
     tool_calls: np.ndarray | None = None  # (P, n) tool calls of each conversation
     messages: list[list[list[dict[str, Any]]]] | None = None  # (P, n) each conversation after the prompt
@@ -48,7 +49,7 @@ def sample_and_score(
     chunk_size: int = 128,
     bf16: bool = False,
     sampler: Sampler | None = None,
-    verify: Callable[[str, str], Verdict] = verify_answer,
+    verify: Callable[..., Verdict] = verify_answer,
 ) -> Scored:
     """Sample `n` completions per problem with `sampling` (`greedy`: decode greedily instead), prompted
     by `formatter`, through `sampler` (default: rlvr's fast decoder
@@ -66,7 +67,8 @@ def sample_and_score(
         chunk_size=chunk_size,
         bf16=bf16,
     )
-    verdicts = [verify(t, problems[i].answer) for t, i in zip(comp.texts, comp.prompt_index, strict=True)]
+    pairs = zip(comp.texts, comp.prompt_index, strict=True)
+    verdicts = [verify(t, problems[i].answer, **problems[i].columns) for t, i in pairs]
     shape = (len(problems), n)
     return Scored(
         correct=np.array([v.correct for v in verdicts], dtype=bool).reshape(shape),
@@ -74,6 +76,7 @@ def sample_and_score(
         truncated=np.array(comp.truncated, dtype=bool).reshape(shape),
         parsed=[[v.parsed for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
         reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
+        statuses=[[v.status for v in verdicts[i * n : (i + 1) * n]] for i in range(len(problems))],
         texts=[comp.texts[i * n : (i + 1) * n] for i in range(len(problems))],
     )
 
@@ -90,7 +93,7 @@ def score_conversations(
     greedy: bool = False,
     bf16: bool = False,
     sampler: Sampler | None = None,
-    verify: Callable[[str, str], Verdict] = verify_answer,
+    verify: Callable[..., Verdict] = verify_answer,
 ) -> Scored:
     """`n` conversations per problem with an environment (`rlvr.envs`), each judged by `verify` on its
     last assistant turn; `tokens` count the model's tokens (its budget), `env_tokens` the tools'."""
@@ -99,7 +102,7 @@ def score_conversations(
         model, tok, list(problems), n, sampling, seed=seed, sampler=sampler, bf16=bf16, greedy=greedy
     )
     finals = [c.answer for c in convs]
-    verdicts = [verify(t, problems[i // n].answer) for i, t in enumerate(finals)]
+    verdicts = [verify(t, problems[i // n].answer, **problems[i // n].columns) for i, t in enumerate(finals)]
     shape = (len(problems), n)
     rows = range(len(problems))
     return Scored(
@@ -108,6 +111,7 @@ def score_conversations(
         truncated=np.array([t.truncated for t in trajs], dtype=bool).reshape(shape),
         parsed=[[v.parsed for v in verdicts[i * n : (i + 1) * n]] for i in rows],
         reasons=[[v.reason for v in verdicts[i * n : (i + 1) * n]] for i in rows],
+        statuses=[[v.status for v in verdicts[i * n : (i + 1) * n]] for i in rows],
         texts=[finals[i * n : (i + 1) * n] for i in rows],
         env_tokens=np.array([t.env_tokens for t in trajs], dtype=np.int64).reshape(shape),
         tool_calls=np.array([c.tool_calls for c in convs], dtype=np.int64).reshape(shape),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from rlvr.models.engines import Sampler
 from rlvr.models.sampling import Completions, encode_prompts
 from rlvr.runs.records import TrainSample
 from rlvr.tasks import Problem, PromptFormatter, get_task
+from rlvr.verify import STATUSES
 
 __all__ = ["Rollout", "collect"]
 
@@ -51,6 +53,7 @@ class Rollout:
     rollout_logp: list[list[float]] | None = None  # (P*G,) per token: the rollout engine's log-probs (vLLM)
     loss_mask: list[list[int]] | None = None  # (P*G,) per token: 1 sampled by the model, 0 an environment's (envs)
     messages: list[list[dict[str, Any]]] | None = None  # (P*G,) each conversation's messages after the prompt (envs)
+    statuses: list[str] | None = None  # (P*G,) the task verifier's status of each completion
 
 
 def _columns(problems: list[Problem], g: int, fmt: PromptFormatter, task: str) -> dict[str, list[Any]]:
@@ -58,7 +61,9 @@ def _columns(problems: list[Problem], g: int, fmt: PromptFormatter, task: str) -
     problem's messages when it came from a conversational dataset, else the prompt text; `task` names
     the task, whose verifier the outcome reward asks."""
     rep = [p for p in problems for _ in range(g)]
+    extra = dict.fromkeys(k for p in problems for k in p.columns)  # a task's gold columns (code tests, constraints)
     return {
+        **{k: [p.columns.get(k) for p in rep] for k in extra},
         "task": [task] * len(rep),
         "prompts": [list(p.messages) if p.messages else fmt.prompt(p) for p in rep],
         "answer": [p.answer for p in rep],
@@ -164,6 +169,7 @@ class Group:
     loss_mask: list[list[int]] | None = None  # (G,) per token: 1 sampled by the model, 0 the environment's
     messages: list[list[dict[str, Any]]] | None = None  # (G,) each conversation after the prompt
     env_stats: list[dict[str, float]] | None = None  # (G,) turns, tool calls, errors, tokens by role
+    statuses: list[str] = field(default_factory=list)  # (G,) the task verifier's status of each completion
 
 
 def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunner, cfg, ocfg, env=None):
@@ -186,7 +192,8 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
         ]
     scored = runner.score(texts, columns)
     verify = get_task(cfg.task).verify
-    correct = [verify(t, probs[i // g].answer).correct for i, t in enumerate(comp.texts)]
+    verdicts = [verify(t, probs[i // g].answer, **probs[i // g].columns) for i, t in enumerate(comp.texts)]
+    correct = [v.correct for v in verdicts]
     total = torch.tensor(scored.total, dtype=torch.float32)  # (n*G,)
     # each reward's own values, for normalisations that treat them apart (GDPO): (K, n*G)
     parts = [[math.nan if v is None else v for v in scored.values[name]] for name in runner.names]
@@ -208,6 +215,7 @@ def _score(comp, probs: list[Problem], fmt: PromptFormatter, runner: RewardRunne
                 texts=[comp.texts[i] for i in rows],
                 truncated=[comp.truncated[i] for i in rows],
                 correct=[correct[i] for i in rows],
+                statuses=[verdicts[i].status for i in rows],
                 entropy=[comp.entropy[i] for i in rows],
                 rollout_logp=[rollout_logp[i] for i in rows] if rollout_logp is not None else None,
                 rewards={k: [v[i] for i in rows] for k, v in scored.values.items()},
@@ -339,6 +347,7 @@ def _assemble(kept: list[Group], tok, fmt: PromptFormatter, names: list[str], ad
         texts=[t for k in kept for t in k.texts],
         truncated=[t for k in kept for t in k.truncated],
         correct=[c for k in kept for c in k.correct],
+        statuses=[s for k in kept for s in k.statuses],
         entropy=[e for k in kept for e in k.entropy],
         rollout_logp=[x for k in kept for x in k.rollout_logp or []] if kept[0].rollout_logp is not None else None,
         rewards={name: [v for k in kept for v in k.rewards[name]] for name in names},
@@ -368,6 +377,9 @@ def rollout_metrics(ro: Rollout, g: int) -> dict[str, float]:
         out[f"reward/{name}/mean"] = float(v[ok].mean()) if ok.any() else math.nan
         out[f"reward/{name}/std"] = float(v[ok].std()) if ok.any() else math.nan
         out[f"reward/{name}/none_frac"] = float((~ok).mean())
+    if ro.statuses:
+        counts = Counter(ro.statuses)
+        out.update({f"verify/{s}": float(counts[s]) for s in STATUSES})
     out.update({k: v for k, v in ro.stats.items() if not k.startswith("time/")})
     return out
 

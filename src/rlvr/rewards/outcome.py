@@ -14,21 +14,30 @@ __all__ = ["env_reward", "outcome"]
 def outcome(
     completions: list[Any], answer: list[Any], task: list[str] | None = None, **kwargs: Any
 ) -> list[float | None]:
-    """1.0 when the task's verifier says the final answer is correct, else 0.0. Range {0, 1}.
+    """1.0 when the task's verifier says the final answer is correct, 0.0 when it says wrong, None when it
+    reached no verdict (a timeout or an infrastructure error: left out of the group statistics). Range {0, 1}.
 
     `answer` is the gold final answer or a full GSM8K solution ending in `#### N`; `task` (a column
-    rlvr's trainer passes) names the task whose `verify` decides; without it, the numeric final-answer
-    verifier `rlvr.verify.verify_answer` (every built-in task's).
+    rlvr's trainer passes) names the task whose `verify` decides, with the gold columns it declares
+    (`Task.columns`: a code problem's tests, an instruction prompt's constraints) taken from `kwargs`;
+    without `task`, the numeric final-answer verifier `rlvr.verify.verify_answer`.
 
     >>> outcome(["<<2+3=5>>5\\n#### 5", "#### 6"], answer=["5", "5"])
     [1.0, 0.0]
     """
-    golds = column(answer, "answer", len(completions))
-    names = column(task, "task", len(completions)) if task is not None else [None] * len(completions)
-    return [
-        1.0 if (get_task(name).verify if name else verify_answer)(completion_text(c), gold_answer(g)).correct else 0.0
-        for c, g, name in zip(completions, golds, names, strict=True)
-    ]
+    n = len(completions)
+    golds = column(answer, "answer", n)
+    names = column(task, "task", n) if task is not None else [None] * n
+    out: list[float | None] = []
+    for i, (c, g, name) in enumerate(zip(completions, golds, names, strict=True)):
+        if name:
+            t = get_task(name)
+            extra = {k: column(kwargs[k], k, n)[i] for k in t.columns if k in kwargs}
+            v = t.verify(completion_text(c), gold_answer(g), **extra)
+        else:
+            v = verify_answer(completion_text(c), gold_answer(g))
+        out.append(None if not v.scored else 1.0 if v.correct else 0.0)
+    return out
 
 
 def env_reward(completions: list[Any], env_reward: list[float] | None = None, **kwargs: Any) -> list[float | None]:

@@ -125,6 +125,9 @@ class EvalResult(Record):
     greedy_truncated_frac: float | None = None
     tokens_per_sample: float | None = None
     env_tokens_per_sample: float | None = None  # with an environment: its tools' tokens per conversation
+    # the sampled completions' verdicts by status (correct, wrong, unparseable_answer, timeout, ...);
+    # {} in older files. A timeout or infra_error is no verdict: counted here, never as a wrong answer's 0
+    statuses: dict[str, int] = {}
     metrics: dict[str, Metric]
     by_difficulty: dict[str, DifficultyResult] = {}
     per_problem: list[ProblemResult]
@@ -159,6 +162,7 @@ class EvalSample(Record):
     parsed: str | None
     correct: bool
     reason: str  # the verifier's reason
+    status: str | None = None  # the verdict's status (rlvr.verify.STATUSES); None in older files
     tokens: int  # the model's tokens (with an environment, its tools' are `env_tokens`)
     truncated: bool
     # with an environment only (left out of the file otherwise): the conversation after the prompt, its tools' tokens

@@ -8,9 +8,7 @@ import functools
 import json
 import os
 import platform
-import select
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import rlvr
+from rlvr.procs import LineProcess, WorkerError, WorkerTimeout
 from rlvr.sandbox.static import ALLOWED_MODULES, ENTRY, FROM_ONLY, HIDDEN_ATTRS, SAFE_BUILTINS
 
 __all__ = [
@@ -32,6 +31,7 @@ __all__ = [
     "UnsafeSandboxWarning",
     "WorkerError",
     "WorkerProcess",
+    "WorkerTimeout",
     "detect",
     "get_backend",
     "seccomp_program",
@@ -59,10 +59,6 @@ class SandboxUnavailable(RuntimeError):
 
 class UnsafeSandboxWarning(RuntimeWarning):
     """Candidate code is running without OS isolation (`unsafe_no_sandbox=True`)."""
-
-
-class WorkerError(Exception):
-    """A call to the worker failed: timeout, crash or unreadable output. The worker is gone."""
 
 
 # --- seccomp ----------------------------------------------------------------------------------
@@ -326,27 +322,15 @@ def get_backend(unsafe_no_sandbox: bool = False) -> Backend:
 # --- one worker process -----------------------------------------------------------------------
 
 
-def _signal_name(rc: int | None) -> str:
-    if rc is None:
-        return "still running"
-    if rc < 0:
-        return f"killed by {signal.Signals(-rc).name}"
-    if rc > 128 and rc - 128 in signal.valid_signals():
-        return f"killed by {signal.Signals(rc - 128).name}"
-    return f"exit status {rc}"
-
-
-class WorkerProcess:
-    """One sandboxed worker: `request` writes a JSON line and reads the reply under a deadline.
-
-    Any failure (timeout, EOF, oversized or malformed output, extra output) kills the sandbox and
-    raises `WorkerError`; the owner starts a fresh one for the next call.
-    """
+class WorkerProcess(LineProcess):
+    """One sandboxed worker (`rlvr.procs.LineProcess` started in the jail): `request` writes a JSON
+    line and reads the reply under a deadline. Any failure (timeout, EOF, oversized or malformed
+    output, extra output) kills the sandbox and raises `WorkerError`; the owner starts a fresh one.
+    Killing the process group ends bwrap, whose --die-with-parent then tears down its pid namespace."""
 
     def __init__(self, backend: Backend, cfg: dict[str, Any], timeout_s: float):
         cfg = {**cfg, "path": backend.pkg_root}
         self.tag = cfg["tag"]
-        self.timeout_s = timeout_s
         program = seccomp_program() if backend.seccomp else None
         read_fd = None
         if program is not None:
@@ -354,128 +338,12 @@ class WorkerProcess:
             os.write(write_fd, program)
             os.close(write_fd)
         try:
-            self.proc = subprocess.Popen(
-                backend.argv(cfg, read_fd),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=() if read_fd is None else (read_fd,),
-                start_new_session=True,
-                env={},
-                cwd="/",
-            )
-        except OSError as e:
-            raise WorkerError(f"cannot start the sandbox: {e}") from e
+            argv = backend.argv(cfg, read_fd)
+            fds = () if read_fd is None else (read_fd,)
+            super().__init__(argv, env={}, cwd="/", pass_fds=fds, default=_jsonable, timeout_s=timeout_s)
         finally:
             if read_fd is not None:
                 os.close(read_fd)
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        self._in, self._out, self._err = self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.proc.stderr.fileno()
-        for fd in (self._in, self._out, self._err):
-            os.set_blocking(fd, False)
-        self._buf = b""
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def _fail(self, why: str) -> WorkerError:
-        exited = self.proc.poll() is not None
-        self.kill()
-        detail = ""
-        if exited:
-            detail = f" ({_signal_name(self.proc.returncode)})"
-            try:
-                err = os.read(self._err, 2000).decode(errors="replace").strip()
-            except OSError:
-                err = ""
-            if err:
-                detail += f": {err.splitlines()[-1][:300]}"
-        self._close_pipes()
-        return WorkerError(why + detail)
-
-    def _close_pipes(self) -> None:
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if f is not None and not f.closed:
-                try:
-                    f.close()
-                except OSError:
-                    pass
-
-    def _wait(self, fd: int, event: int, deadline: float) -> None:
-        poller = select.poll()
-        poller.register(fd, event | select.POLLHUP | select.POLLERR)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not poller.poll(remaining * 1000):
-            raise self._fail(f"timed out after {self.timeout_s:g} s")
-
-    def write(self, obj: dict[str, Any], deadline: float) -> None:
-        data = (json.dumps(obj, default=_jsonable) + "\n").encode()
-        while data:
-            self._wait(self._in, select.POLLOUT, deadline)
-            try:
-                data = data[os.write(self._in, data) :]
-            except BlockingIOError:
-                continue
-            except (BrokenPipeError, OSError) as e:
-                raise self._fail("the worker exited") from e
-
-    def read(self, deadline: float, max_bytes: int) -> dict[str, Any]:
-        while b"\n" not in self._buf:
-            self._wait(self._out, select.POLLIN, deadline)
-            try:
-                chunk = os.read(self._out, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                try:
-                    self.proc.wait(timeout=0.5)  # let the exit status land
-                except subprocess.TimeoutExpired:
-                    pass
-                raise self._fail("the worker exited")
-            self._buf += chunk
-            if len(self._buf) > max_bytes:
-                raise self._fail(f"the worker wrote more than {max_bytes} bytes")
-        line, _, rest = self._buf.partition(b"\n")
-        self._buf = b""
-        if rest:
-            raise self._fail("the worker wrote more than one reply")
-        try:
-            reply = json.loads(line, parse_constant=str)
-        except (ValueError, RecursionError) as e:
-            raise self._fail("the worker wrote something that is not a JSON reply") from e
-        if not isinstance(reply, dict):
-            raise self._fail("the worker wrote something that is not a JSON object")
-        return reply
-
-    def request(self, obj: dict[str, Any], timeout_s: float, max_bytes: int) -> dict[str, Any]:
-        self.timeout_s = timeout_s
-        deadline = time.monotonic() + timeout_s
-        self.write(obj, deadline)
-        return self.read(deadline, max_bytes)
-
-    def kill(self) -> None:
-        """Kill the sandbox's process group (bwrap's --die-with-parent then tears down its pid
-        namespace) and reap it."""
-        if self.proc.returncode is None:  # once reaped, the pid (and group id) may be reused
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def close(self) -> None:
-        """End the sandbox. The worker keeps no state worth a graceful exit, so this is `kill`:
-        the group is signalled before bwrap is reaped, and the kernel then tears down the pid
-        namespace (every process in it) within milliseconds."""
-        self.kill()
-        self._close_pipes()
 
 
 def _jsonable(obj: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from rlvr.verify.steps import Step
 
@@ -20,7 +21,10 @@ class Problem:
     solution in GSM8K's format (used for SFT and shown to reviewers); `steps` are its calculator
     annotations in order. `meta` holds task-specific facts (template, difficulty) as plain values.
     `messages` is the prompt of a conversational dataset (TRL's `prompt` as a list of
-    `{"role", "content"}` messages), `None` for a plain question.
+    `{"role", "content"}` messages), `None` for a plain question. `columns` holds the gold that is more
+    than one answer string, as dataset columns of JSON values (a code problem's `test` and
+    `entry_point`, an instruction prompt's `instruction_id_list` and `kwargs`): the trainer passes them
+    to the rewards under these names, and the task's `verify` reads the ones its `Task.columns` names.
     """
 
     id: str
@@ -31,6 +35,7 @@ class Problem:
     solution: str = ""
     meta: dict[str, str | int | float] = field(default_factory=dict)
     messages: tuple[dict[str, str], ...] | None = None
+    columns: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:

@@ -60,12 +60,14 @@ class NoParams(BaseModel):
 
 class Task:
     """One task. Subclasses set `name`, `params` (their load settings), `splits`, `templated`, and
-    implement `generate`; `verify` defaults to the numeric final-answer verifier."""
+    implement `generate`; `verify` defaults to the numeric final-answer verifier. A task whose gold is
+    more than a string declares the `Problem.columns` its `verify` reads in `columns`."""
 
     name: ClassVar[str]
     params: ClassVar[type[BaseModel]] = NoParams
     splits: ClassVar[tuple[Split, ...]] = ("train", "dev", "test")
     templated: ClassVar[bool] = False  # questions share template phrases by construction (contamination check)
+    columns: ClassVar[tuple[str, ...]] = ()  # the `Problem.columns` its `verify` reads besides the gold answer
 
     @property
     def holdout(self) -> bool:
@@ -75,8 +77,9 @@ class Task:
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         raise NotImplementedError
 
-    def verify(self, completion: str, gold: str) -> Verdict:
-        """Is `completion`'s final answer `gold`? (`rlvr.verify.verify_answer`)"""
+    def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """Is `completion`'s final answer `gold`? (`rlvr.verify.verify_answer`). `columns` are the
+        problem's `Problem.columns` (a task that declares `columns` reads them; others ignore them)."""
         return verify_answer(completion, gold)
 
     def construction(self, problems: list[Problem], split: str) -> Construction | None:

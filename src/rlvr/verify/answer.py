@@ -26,7 +26,16 @@ from rlvr.verify.numbers import (
     tokens,
 )
 
-__all__ = ["MAX_MARKERS", "STATUSES", "Status", "UNSCORED", "Verdict", "extract_answer", "parse_number", "verify_answer"]
+__all__ = [
+    "MAX_MARKERS",
+    "STATUSES",
+    "Status",
+    "UNSCORED",
+    "Verdict",
+    "extract_answer",
+    "parse_number",
+    "verify_answer",
+]
 
 MAX_MARKERS = 64  # more answer markers than this in one completion is marker spam, not an answer
 
@@ -83,7 +92,7 @@ class Verdict:
     correct: bool
     parsed: str | None
     reason: str
-    status: Status = field(default=None, repr=False)  # type: ignore[assignment]
+    status: Status = field(default=None, repr=False)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         if self.status is None:

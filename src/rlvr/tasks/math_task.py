@@ -1,0 +1,189 @@
+"""The `math` task: competition math with LaTeX answers. MATH-500 (PRM800K's split of Hendrycks et al.'s
+MATH test set, MIT licence) is vendored as the test split; train and dev come from a MATH-format JSONL of
+your own (`problem`, `solution`, `answer`; AIME and AMC are MAA-copyrighted and load this way too, never
+vendored). The verifier is `rlvr.verify.verify_math` under a hard deadline (`verify_math_answer`): its
+fast path runs in-process, and whatever needs more (a sympy comparison, a huge power) runs in a pre-started
+worker process killed at the deadline (`rlvr.procs`), the verdict then "timeout" with reward None.
+Rules and figures: docs/rewards.md ("Math answers"); the task: docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rlvr.procs import LineProcess, WorkerError, WorkerPool, WorkerTimeout, python_worker_argv
+from rlvr.tasks.gsm8k import DataError
+from rlvr.tasks.problem import Problem
+from rlvr.tasks.task import Split, Task, register
+from rlvr.textfile import TextFileError, read_text
+from rlvr.verify import SlowPath, Verdict, verify_math
+
+__all__ = [
+    "BOXED_INSTRUCTION",
+    "DEADLINE_S",
+    "MathParams",
+    "MathTask",
+    "load_math_jsonl",
+    "math500_path",
+    "verify_math_answer",
+]
+
+DEADLINE_S = 5.0  # the slow path's hard wall-clock limit per verdict (math-verify's default is 5 s too)
+BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+_SLOW_FN = "rlvr.verify.latex:verify_math"
+_POOL_SIZE = 2  # a spare worker starts while a killed one is replaced, so a timeout never delays the next call
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def _start_worker() -> LineProcess:
+    return LineProcess(python_worker_argv(["rlvr.verify.latex"]))
+
+
+def _slow_pool() -> WorkerPool:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = WorkerPool(_start_worker, size=_POOL_SIZE, max_reply_bytes=1 << 16)
+        return _pool
+
+
+def verify_math_answer(completion: str, gold: str, *, deadline_s: float = DEADLINE_S) -> Verdict:
+    """`verify_math(completion, gold)` with a hard deadline, from any thread or process.
+
+    The fast path answers in-process (almost every case, in microseconds). A comparison that needs the
+    slow path runs in a worker process that is killed at `deadline_s`: the verdict is then status
+    "timeout" (reward None), and "infra_error" if the worker could not run at all.
+
+    >>> verify_math_answer("so the answer is $\\\\boxed{\\\\dfrac{1}{2}}$", "\\\\frac12").status
+    'correct'
+    """
+    try:
+        return verify_math(completion, gold)
+    except SlowPath:
+        pass
+    try:
+        reply = _slow_pool().request(
+            {"fn": _SLOW_FN, "args": [completion, gold], "kwargs": {"allow_slow": True}, "cpu_s": deadline_s + 1},
+            deadline_s,
+        )
+    except WorkerTimeout:
+        return Verdict(False, None, f"no verdict within {deadline_s:g} s", "timeout")
+    except WorkerError as e:
+        return Verdict(False, None, f"the verifier's worker failed: {e}", "infra_error")
+    if not reply.get("ok"):
+        return Verdict(False, None, f"the verifier failed: {reply.get('error')}", "infra_error")
+    return Verdict(**reply["value"])
+
+
+def math500_path() -> Path:
+    """The vendored MATH-500 file inside the installed package.
+
+    >>> math500_path().name
+    'test.jsonl'
+    """
+    return Path(str(resources.files("rlvr.tasks") / "data" / "math500" / "test.jsonl"))
+
+
+def _text(row: dict[str, Any], key: str, where: str) -> str:
+    value = row.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool) and key == "answer":
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
+    return value.strip()
+
+
+def _gold_of(row: dict[str, Any], where: str) -> str:
+    """The row's `answer`, else the last `\\boxed{}` of its `solution` (the original MATH format)."""
+    if "answer" in row:
+        return _text(row, "answer", where)
+    from rlvr.verify import extract_math_answer
+
+    boxed, why = extract_math_answer(_text(row, "solution", where))
+    if boxed is None:
+        raise DataError(f"{where}: field 'answer': missing, and the solution has no final \\boxed{{}} ({why})")
+    return boxed
+
+
+def load_math_jsonl(path: Path, *, limit: int | None = None, instruction: str = BOXED_INSTRUCTION) -> list[Problem]:
+    """Problems of a MATH-format JSONL file (`problem`, `solution`, `answer`; `unique_id`, `subject`,
+    `level` kept when present). Every gold must round-trip through the verifier (`\\boxed{gold}` verified
+    against itself is correct): a gold it cannot read is a DataError naming the line, never a problem
+    that silently scores 0. `instruction` is appended to each question (the `\\boxed{}` request)."""
+    try:
+        text = read_text(path)
+    except TextFileError as e:
+        raise DataError(str(e)) from None
+    problems = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if limit is not None and len(problems) >= limit:
+            break
+        where = f"{path}:{i}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{where}: invalid JSON: {e.msg}") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object")
+        question, gold = _text(row, "problem", where), _gold_of(row, where)
+        check = verify_math_answer(f"\\boxed{{{gold}}}", gold)
+        if not check.correct:
+            raise DataError(
+                f"{where}: field 'answer': the verifier cannot read this gold ({check.reason}): {gold[:80]}"
+            )
+        meta = {k: row[k] for k in ("subject", "level") if isinstance(row.get(k), str | int)}
+        pid = str(row.get("unique_id") or f"{path.stem}-{i}")
+        text = f"{question}\n\n{instruction}" if instruction else question
+        problems.append(Problem(pid, text, gold, [], str(path), solution=str(row.get("solution", "")), meta=meta))
+    return problems
+
+
+def bucket(text: str) -> int:
+    """A question's hash bucket (0-99): dev is bucket < 5 of the training file."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % 100
+
+
+class MathParams(BaseModel):
+    """The `math` task's load settings: `math_file` is a MATH-format JSONL for train and dev (dev is
+    the 5% of it whose question hashes into bucket < 5); `instruction` follows each question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    math_file: str | None = None
+    instruction: str = BOXED_INSTRUCTION
+
+
+class MathTask(Task):
+    """Competition math with LaTeX answers: `test` is the vendored MATH-500; `train` and `dev` read
+    `math_file` (a MATH-format JSONL of your own). No private holdout."""
+
+    name = "math"
+    params = MathParams
+
+    def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
+        if split == "test":
+            return load_math_jsonl(math500_path(), limit=n, instruction=params.instruction)
+        if params.math_file is None:
+            raise DataError(
+                f"math has no vendored {split} split (MATH-500 is its test split): give `math_file:` "
+                "a MATH-format JSONL (problem, solution, answer)"
+            )
+        probs = load_math_jsonl(Path(params.math_file), instruction=params.instruction)
+        probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
+        return probs[:n] if n is not None else probs
+
+    def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """`verify_math_answer`: the LaTeX answer verifier under a hard deadline."""
+        return verify_math_answer(completion, gold)
+
+
+register(MathTask())
