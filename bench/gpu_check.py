@@ -90,12 +90,33 @@ def grpo_steps(path: Path, work: Path, steps: int = 20) -> None:
     )
 
 
+def math500_eval(path: Path, work: Path, n: int = 100) -> None:
+    """MATH-500 through the chat template on cuda: `n` problems x 4 samples, 1,024 tokens, scored by the
+    math task's verifier (its status counts say how many verdicts needed the slow path's deadline)."""
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+
+    cfg = load_config(EvalConfig, None, {
+        "model": str(path), "task": "math", "n_problems": n, "n_samples": 4, "ks": [1, 4], "greedy": False,
+        "sampling": {"max_new_tokens": 1024, "prompt_format": "chat", "temperature": 0.6},
+        "device": "cuda", "bf16": True, "threads": None, "out": str(work / "math500"),
+    })  # fmt: skip
+    t0 = time.perf_counter()
+    run_eval(cfg)
+    res = json.loads((work / "math500" / "eval.json").read_text())
+    print(
+        f"MATH-500 on cuda, {n} problems x 4 x <=1024 tokens: {time.perf_counter() - t0:.0f} s; pass@1 "
+        f"{res['metrics']['pass@1']['value']:.3f}, pass@4 {res['metrics']['pass@4']['value']:.3f}, "
+        f"truncated {res['truncated_frac']:.1%}, statuses {res['statuses']}"
+    )
+
+
 def main() -> None:
     assert torch.cuda.is_available(), "no CUDA device"
     with tempfile.TemporaryDirectory() as tmp:
         path = model_folder(Path(os.environ.get("MODEL", ".gpu/smollm2")), Path(tmp))
         decoder_check(path)
         grpo_steps(path, Path(tmp))
+        math500_eval(path, Path(tmp))
 
 
 if __name__ == "__main__":

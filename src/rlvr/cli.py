@@ -145,7 +145,7 @@ def sft(
     config: ConfigOpt = None,
     preset: Annotated[str | None, typer.Option(help="Named recipe, e.g. arith-base (the demo's base).")] = None,
     model: Annotated[str | None, typer.Option(help="'tiny' or a local HF model folder.")] = None,
-    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    task: Annotated[str | None, typer.Option(help="A registered task (arith, gsm8k, math) or a .jsonl path.")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimiser steps.")] = None,
     lr: Annotated[float | None, typer.Option(help="Peak learning rate.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for data order and init.")] = None,
@@ -185,7 +185,7 @@ def train(
     config: ConfigOpt = None,
     preset: Annotated[str | None, typer.Option(help="Named recipe: demo, correctness-only, format-only.")] = None,
     model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
-    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    task: Annotated[str | None, typer.Option(help="A registered task (arith, gsm8k, math) or a .jsonl path.")] = None,
     objective: Annotated[
         str | None, typer.Option(help="Paper preset: grpo, dr_grpo, dapo, gspo, cispo, rloo, reinforce_pp, ... (docs).")
     ] = None,
@@ -272,7 +272,7 @@ def _rung_of_model(cfg: C, command: str, how: str) -> C:
 def eval_(
     config: ConfigOpt = None,
     model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
-    task: Annotated[str | None, typer.Option(help="arith, gsm8k or a .jsonl path.")] = None,
+    task: Annotated[str | None, typer.Option(help="A registered task (arith, gsm8k, math) or a .jsonl path.")] = None,
     preset: Annotated[
         str | None, typer.Option(help="arith rung (docs/embedded.md); default: the rung the run folder trained on.")
     ] = None,
@@ -518,7 +518,7 @@ def verify(
     file: Annotated[Path, typer.Argument(help="JSONL with `completion` and `gold` (or GSM8K-style `answer`).")],
     out: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
     task: Annotated[
-        str, typer.Option(help="The task whose verifier decides: arith, gsm8k, a registered one.")
+        str, typer.Option(help="The task whose verifier decides: arith, gsm8k, math, a registered one.")
     ] = "arith",
 ) -> None:
     """Verify completions: each line comes back with `correct`, `parsed`, `reason` and `status` added;

@@ -22,11 +22,11 @@ from rlvr.runs.eval import EvalSample
 EVAL_KEYS = {
     "model", "task", "preset", "split", "data_hash", "n_problems", "n_samples", "temperature", "top_p",
     "max_new_tokens", "truncated_frac", "tokens_per_sample", "metrics", "by_difficulty", "per_problem",
-    "fidelity", "seconds", "sampling",
+    "fidelity", "seconds", "sampling", "statuses",
 }  # fmt: skip
 SAMPLE_KEYS = {
     "problem_id", "question", "prompt", "gold", "gold_solution", "gold_steps", "n_steps", "sample", "temperature",
-    "completion", "parsed", "correct", "reason", "tokens", "truncated",
+    "completion", "parsed", "correct", "reason", "status", "tokens", "truncated",
 }  # fmt: skip
 TINY = ["--problems", "5", "--samples", "2", "--ks", "1,2"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import pytest
 from rlvr.rewards import outcome
 from rlvr.tasks import DataError, get_task, load_task
 from rlvr.tasks.math_task import DEADLINE_S, load_math_jsonl, math500_path
-from rlvr.verify import Verdict
+from rlvr.verify import STATUSES, Verdict
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "math500" / "test.jsonl"
 PATHOLOGICAL = [
@@ -133,3 +134,42 @@ def test_rlvr_verify_task_math_prints_status_counts(tmp_path):
     got = [json.loads(x) for x in out.stdout.splitlines()]
     assert [r["status"] for r in got] == ["correct", "wrong"]
     assert "statuses: correct 1, wrong 1, unparseable_gold 0" in " ".join(out.stderr.split())
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", "from rlvr.cli import main; main()", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+@pytest.mark.slow  # a tiny model trained and evaluated on `math` through the CLI: about a minute
+def test_rlvr_train_and_eval_run_on_math_end_to_end(tmp_path):
+    from rlvr.models.tiny import TinyConfig, build_for_task
+
+    rows = [
+        {"problem": f"What is $\\frac{{{i}}}{{2}} + {i}$?", "answer": f"\\frac{{{3 * i}}}{{2}}"} for i in range(1, 81)
+    ]
+    math_file = tmp_path / "train.jsonl"
+    math_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    texts = [p.question + " $\\boxed{" + p.answer + "}$" for p in load_task("math", "test", n=20)]
+    texts += [r["problem"] + " $\\boxed{" + r["answer"] + "}$" for r in rows]
+    cfg = TinyConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_position_embeddings=2048)
+    model = build_for_task(tmp_path / "tiny", texts, cfg, seed=0)
+    train_cfg = tmp_path / "train.yaml"
+    train_cfg.write_text(
+        f"task: math\ntask_settings: {{math_file: {math_file}}}\nn_train: 40\nsteps: 2\nprompts_per_step: 2\n"
+        "group_size: 2\nsampling: {max_new_tokens: 8}\neval_every: 0\nthreads: 1\n"
+    )
+    run = tmp_path / "grpo"
+    out = _cli("train", "--config", str(train_cfg), "--model", str(model), "--out", str(run))
+    assert out.returncode == 0, out.stderr
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    steps = [m for m in metrics if "train/accuracy" in m]
+    assert len(steps) == 2 and all(sum(m[f"verify/{s}"] for s in STATUSES) == 4 for m in steps)
+    ev = tmp_path / "ev"
+    out = _cli("eval", "--model", str(run), "--task", "math", "--problems", "3", "--samples", "2", "--ks", "1,2",
+               "--out", str(ev))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads((ev / "eval.json").read_text())
+    assert result["task"] == "math" and sum(result["statuses"].values()) == 6
+    samples = [json.loads(x) for x in (ev / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 6 and all(s["status"] in STATUSES for s in samples)

@@ -24,6 +24,7 @@ from rlvr.tasks.problem import Problem
 from rlvr.tasks.task import Split, Task, register
 from rlvr.textfile import TextFileError, read_text
 from rlvr.verify import SlowPath, Verdict, verify_math
+from rlvr.verify.probes import Probe, latex_probes
 
 __all__ = [
     "BOXED_INSTRUCTION",
@@ -122,7 +123,7 @@ def load_math_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
         text = read_text(path)
     except TextFileError as e:
         raise DataError(str(e)) from None
-    problems = []
+    problems: list[Problem] = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -155,10 +156,12 @@ def bucket(text: str) -> int:
 
 class MathParams(BaseModel):
     """The `math` task's load settings: `math_file` is a MATH-format JSONL for train and dev (dev is
-    the 5% of it whose question hashes into bucket < 5); `instruction` follows each question."""
+    the 5% of it whose question hashes into bucket < 5); `test_file` replaces MATH-500 as the test split;
+    `instruction` follows each question."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     math_file: str | None = None
+    test_file: str | None = None  # another MATH-format test set (AIME, AMC: not vendored) instead of MATH-500
     instruction: str = BOXED_INSTRUCTION
 
 
@@ -171,7 +174,8 @@ class MathTask(Task):
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         if split == "test":
-            return load_math_jsonl(math500_path(), limit=n, instruction=params.instruction)
+            path = Path(params.test_file) if params.test_file else math500_path()
+            return load_math_jsonl(path, limit=n, instruction=params.instruction)
         if params.math_file is None:
             raise DataError(
                 f"math has no vendored {split} split (MATH-500 is its test split): give `math_file:` "
@@ -184,6 +188,10 @@ class MathTask(Task):
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
         """`verify_math_answer`: the LaTeX answer verifier under a hard deadline."""
         return verify_math_answer(completion, gold)
+
+    def probes(self, gold: str) -> list[Probe]:
+        """LaTeX rewritings, wrong values and hacks of the gold (`rlvr.verify.probes.latex_probes`)."""
+        return latex_probes(gold)
 
 
 register(MathTask())

@@ -17,6 +17,7 @@ from rlvr.tasks import arith
 from rlvr.tasks.gsm8k import DataError, load_gsm8k, load_jsonl
 from rlvr.tasks.problem import Problem
 from rlvr.verify import Verdict, verify_answer
+from rlvr.verify.probes import Probe, number_probes
 
 __all__ = [
     "Construction",
@@ -81,6 +82,11 @@ class Task:
         """Is `completion`'s final answer `gold`? (`rlvr.verify.verify_answer`). `columns` are the
         problem's `Problem.columns` (a task that declares `columns` reads them; others ignore them)."""
         return verify_answer(completion, gold)
+
+    def probes(self, gold: str) -> list[Probe]:
+        """Completions written from `gold` that the verifier should accept, reject as wrong, or reject as
+        hacks (the audit's verifier check): numeric rewritings by default (`rlvr.verify.probes`)."""
+        return number_probes(gold)
 
     def construction(self, problems: list[Problem], split: str) -> Construction | None:
         """For a synthetic task, whether an evaluation set obeys the rule that keeps it out of training

@@ -13,6 +13,7 @@ from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, wo
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
 from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, audit_verifier
+from rlvr.verify.probes import number_probes
 
 __all__ = [
     "MatchedComputeEvidence",
@@ -197,7 +198,8 @@ def check_verifier(ctx: AuditContext) -> CheckResult:
         ev = VerifierEvidence(source=source)
         return CheckResult("verifier", "warn", "no gold answers found to build probes from", ev)
     verify = ctx.task.verify if ctx.task is not None else None  # None: rlvr.verify.verify_answer
-    res = audit_verifier(golds, verify=verify, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
+    probes = ctx.task.probes if ctx.task is not None else number_probes  # the task's own probe forms
+    res = audit_verifier(golds, verify=verify, probes=probes, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
     res.source, res.thresholds = source, VERIFIER_THRESHOLDS
     rates = {"recall": res.recall, "specificity": res.specificity, "rejection": res.rejection}
     status = worst([_rate_status(k, rates[k]) for k in VERIFIER_THRESHOLDS])
