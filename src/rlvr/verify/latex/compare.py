@@ -65,7 +65,8 @@ def _mode(dps: int, max_bits: int, slow: bool) -> Mode:
 
 
 FAST = _mode(50, 4096, slow=False)
-SLOW = _mode(200, 1 << 20, slow=True)
+SLOW = _mode(600, 1 << 20, slow=True)  # 600 digits: above the longest literal (parse.MAX_DIGITS)
+LONG_LITERAL = 25  # digits; a numeric (not exact) comparison with a longer literal is decided in the slow mode
 _SLOW_BITS = SLOW.max_bits
 
 Value = Any  # Fraction, or an mpf/mpc of the mode's context
@@ -74,8 +75,8 @@ Value = Any  # Fraction, or an mpf/mpc of the mode's context
 def _too_big(bits: float, m: Mode) -> None:
     if bits > m.max_bits:
         if not m.slow and bits <= _SLOW_BITS:
-            raise SlowPath(f"a number of about {int(bits)} bits")
-        raise TooLarge(f"a number of about {int(bits):,} bits")
+            raise SlowPath(f"a number of more than {m.max_bits} bits")
+        raise TooLarge(f"a number of more than {max(m.max_bits, _SLOW_BITS)} bits")
 
 
 def _mp(x: Value, m: Mode) -> Any:
@@ -207,7 +208,8 @@ def evaluate(node: Node, env: dict[str, Value], m: Mode) -> Value:
         for t in node[1]:
             v = evaluate(t, env, m)
             total = total + v if isinstance(total, Fraction) and isinstance(v, Fraction) else _mp(total, m) + _mp(v, m)
-        return _check(total, m)
+            _check(total, m)
+        return total
     if k == "neg":
         return -evaluate(node[1], env, m)
     if k == "mul":
@@ -268,6 +270,13 @@ def free_vars(node: Node) -> frozenset[str]:
 
 def has_func(node: Node) -> bool:
     return node[0] == "func" and node[1] != "abs" or any(has_func(c) for c in _children(node))
+
+
+def longest_literal(node: Node) -> int:
+    """Digits of the longest number literal (numerator and denominator of a decimal)."""
+    if node[0] == "num":
+        return len(str(node[1].numerator)) + len(str(node[1].denominator)) - 1
+    return max((longest_literal(c) for c in _children(node)), default=0)
 
 
 def size(node: Node) -> int:
@@ -387,5 +396,8 @@ def scalar_equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
     except (Undefined, ZeroDivisionError, ValueError) as e:
         return False, f"undefined ({e})"
     vg = evaluate(g, {}, m)
+    if not m.slow and not (isinstance(va, Fraction) and isinstance(vg, Fraction)):
+        if max(longest_literal(a), longest_literal(g)) > LONG_LITERAL:
+            raise SlowPath("a long decimal compared with an inexact value")
     ok = same_value(va, vg, m)
     return ok, "correct" if ok else "wrong value"

@@ -29,52 +29,49 @@ _MATH_OPEN = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
 _SENTENCE_END = re.compile(r"(?:\.(?=\s|$)|\n|(?i:\s+I hope\b))")
 
 
-def _group(text: str, i: int) -> int | None:
-    """Index just past the balanced brace group that opens at text[i] == '{', or None."""
-    depth = 0
-    j = i
-    n = len(text)
+def _brace_matches(text: str) -> dict[int, int]:
+    """For every `{` (not `\\{`), the index just past its matching `}`: one linear pass."""
+    out: dict[int, int] = {}
+    stack: list[int] = []
+    j, n = 0, len(text)
     while j < n:
         c = text[j]
         if c == "\\":
             j += 2
             continue
         if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
+            stack.append(j)
+        elif c == "}" and stack:
+            out[stack.pop()] = j + 1
         j += 1
-    return None
+    return out
 
 
-def _boxes(text: str) -> list[str]:
-    out: list[str] = []
-    pos = 0
-    while True:
-        m = _BOX.search(text, pos)
-        if m is None:
-            return out
+def _boxes(text: str) -> list[str] | None:
+    """The contents of the boxes in order (a box holding boxes counts as the boxes it holds); None when
+    there are more than `MAX_BOXES` (box spam)."""
+    found: list[tuple[int, int, int]] = []  # (start, content start, end)
+    matches: dict[int, int] | None = None
+    for m in _BOX.finditer(text):
         i = m.end()
         if i < len(text) and text[i] == "{":
-            end = _group(text, i)
-            if end is None:
-                pos = i
-                continue
-            content = text[i + 1 : end - 1]
-            pos = end
+            if matches is None:
+                matches = _brace_matches(text)
+            end = matches.get(i)
+            if end is not None:
+                found.append((m.start(), i + 1, end - 1))
         else:
-            word = re.match(r"[^\s$]+", text[i:])
-            if word is None:
-                pos = i
-                continue
-            content = word[0]
-            pos = i + len(content)
-        inner = _boxes(content)  # \boxed{\boxed{5}}: the inner box
-        out.extend(inner if inner else [content])
-        if len(out) > MAX_BOXES:
-            return out
+            word = re.match(r"[^\s$\\]+", text[i : i + 64])
+            if word is not None:
+                found.append((m.start(), i, i + len(word[0])))
+        if len(found) > MAX_BOXES:
+            return None
+    out: list[str] = []
+    for k, (_, start, end) in enumerate(found):
+        if k + 1 < len(found) and start <= found[k + 1][0] < end:
+            continue  # it holds another box: the inner one counts
+        out.append(text[start:end])
+    return out
 
 
 def _marked(text: str) -> str | None:
@@ -117,6 +114,8 @@ def final_answers(completion: str) -> tuple[list[str], str]:
     if _HIDDEN.search(text):
         return [], "hidden or macro-built answer"
     boxes = _boxes(text) if "\\" in text else []
+    if boxes is None:
+        return [], "too many boxes"
     if boxes:
         return boxes, "boxed"
     tag = None
