@@ -272,6 +272,64 @@ def has_func(node: Node) -> bool:
     return node[0] == "func" and node[1] != "abs" or any(has_func(c) for c in _children(node))
 
 
+def _sums(node: Node) -> int:
+    """Sum nodes that hold variables (an expanded polynomial has one; a restated question has more)."""
+    own = 1 if node[0] == "add" and free_vars(node) else 0
+    return own + sum(_sums(c) for c in _children(node))
+
+
+def _terms(node: Node) -> list[Node]:
+    if node[0] == "add":
+        return [t for c in node[1] for t in _terms(c)]
+    if node[0] == "neg":
+        return _terms(node[1]) if node[1][0] == "add" else [node[1]]
+    return [node]
+
+
+def _factors(node: Node) -> list[Node]:
+    if node[0] == "mul":
+        return [f for c in node[1] for f in _factors(c)]
+    if node[0] == "neg":
+        return _factors(node[1])
+    if node[0] == "div":
+        return _factors(node[1]) + _factors(node[2])
+    return [node]
+
+
+def _monomial(node: Node) -> str | None:
+    if node[0] == "var":
+        return node[1]
+    if node[0] == "pow" and node[1][0] == "var" and not free_vars(node[2]):
+        return node[1][1]
+    return None
+
+
+def _signature(term: Node) -> tuple[str, ...]:
+    return tuple(sorted(repr(f) for f in _factors(term) if free_vars(f)))
+
+
+def unsimplified(a: Node, g: Node) -> str | None:
+    """Why an expression in variables is not in final form where the gold is (None if it is): more
+    sums than the gold (an unexpanded or restated expression), like terms not combined, a variable in
+    two monomial factors, a factored gold answered expanded, or far larger than the gold."""
+    if size(a) > 2 * size(g) + 6:
+        return "expression much larger than the gold (a restated question?)"
+    if _sums(a) > _sums(g):
+        return "unsimplified expression (more sums than the gold)"
+    signatures = [_signature(t) for t in _terms(a)]
+    if len(signatures) != len(set(signatures)):
+        return "like terms not combined"
+    for t in _terms(a):
+        names = [n for n in map(_monomial, _factors(t)) if n is not None]
+        if len(names) != len(set(names)):
+            return "a variable in two factors (not simplified)"
+    core = [f for f in _factors(g) if free_vars(f)]
+    if len(core) >= 2 and g[0] in ("mul", "neg") and _sums(g) >= 2:
+        if len([f for f in _factors(a) if free_vars(f)]) != len(core) or a[0] not in ("mul", "neg"):
+            return "not factored like the gold"
+    return None
+
+
 def longest_literal(node: Node) -> int:
     """Digits of the longest number literal (numerator and denominator of a decimal)."""
     if node[0] == "num":
@@ -385,8 +443,9 @@ def scalar_equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
     if has_func(a) and not has_func(g):
         return False, "unevaluated function"
     if fg:
-        if size(a) > 2 * size(g) + 6:
-            return False, "expression much larger than the gold (a restated question?)"
+        why = unsimplified(a, g)
+        if why:
+            return False, why
         ok = same_function(a, g, fg, m)
         return ok, "correct" if ok else "wrong expression"
     try:
