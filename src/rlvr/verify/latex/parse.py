@@ -463,7 +463,7 @@ class _Parser:
                 self.take()
                 index = self.expr()
                 self.expect("sym", "]")
-            return ("root", self.arg(), index)
+            return ("root", self.arg(whole_number=True), index)  # \\sqrt13 is read as the root of 13
         if name == "pi":
             return ("const", "pi")
         if name in ("infty", "inf"):
@@ -565,11 +565,12 @@ def parse_answer(text: str) -> Node:
     s = canonical(text)
     if not s:
         raise ParseError("empty answer")
-    m = _ANSWER_CHOICE.fullmatch(s.replace("{", "").replace("}", ""))
+    bare = s.replace("{", "").replace("}", "").strip()
+    m = _ANSWER_CHOICE.fullmatch(bare)
     if m:
         return ("choice", m[1])
-    if _PLAIN_WORDS.fullmatch(s) and len(s) > 2 and " " not in s.strip():
-        return ("text", s.lower())
+    if _PLAIN_WORDS.fullmatch(bare) and len(bare) > 2 and " " not in bare:
+        return ("text", bare.lower())
     tokens = tokenize(s)
     if len(tokens) == 1 and tokens[0][0] == "text":
         return _text_node(tokens[0][1])

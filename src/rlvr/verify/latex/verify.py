@@ -187,6 +187,8 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
             return False, "not an equation"
         if _is_var(g[2][0]) and _is_var(a[2][0]) and g[2][0] == a[2][0]:
             return _equal(a[2][1], g[2][1], m)
+        if _is_var(g[2][0]) and _is_var(a[2][0]) and not free_vars(g[2][1]):
+            return False, f"value of {a[2][0][1]}, not {g[2][0][1]}"
         ok = _proportional(ea, eg, m)
         return ok, "correct" if ok else "different equation"
     gvar, g = _unwrap(g, m)
