@@ -1,7 +1,9 @@
 """Verifiers: pure string functions that read completions and say why (no torch, no I/O, bounded time).
 
 `verify_answer` checks a final answer against a gold one; `extract_answer` is the same extractor for
-majority voting; `parse_steps`, `check_step` and `match_steps` read worked steps for process rewards.
+majority voting; `verify_math` and `extract_math_answer` are their counterparts for LaTeX answers
+(MATH-style, `rlvr.verify.latex`); `parse_steps`, `check_step` and `match_steps` read worked steps
+for process rewards.
 """
 
 from rlvr.verify.answer import STATUSES, UNSCORED, Status, Verdict, extract_answer, parse_number, verify_answer

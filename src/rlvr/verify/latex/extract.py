@@ -1,0 +1,130 @@
+"""The one extraction rule for LaTeX answers: the last `\\boxed{}`/`\\fbox{}`, else the last answer marker
+("The final answer is $...$", "Answer: ..."), only in the text after `</think>` when there is one; a
+completion that hides or builds its answer (`\\phantom`, `\\color{white}`, `\\def`, `\\newcommand`, ...) has
+none. Returns every box so the caller can refuse several different answers."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_COMPLETION", "final_answers"]
+
+MAX_COMPLETION = 200_000  # characters; beyond this the completion is not read
+MAX_BOXES = 32
+
+_HIDDEN = re.compile(
+    r"\\(?:[hv]?phantom|def|gdef|edef|xdef|let|newcommand|renewcommand|providecommand|DeclareMathOperator"
+    r"|newenvironment|renewenvironment|catcode|csname|expandafter|futurelet|llap|rlap|mathllap|mathrlap|clap"
+    r"|mathclap|smash|scalebox|resizebox|raisebox|require|tiny|scriptsize|includegraphics)(?![a-zA-Z])"
+    r"|\\(?:color|textcolor|mathcolor|colorbox|pagecolor)\s*(?:\[[^\]]*\])?\s*\{\s*(?:white|#?fff(?:fff)?|transparent"
+    r"|bg|background)\b"
+    r"|\\hspace\s*\*?\s*\{\s*-|\\kern\s*-|\\mkern\s*-|\\mspace\s*\{\s*-|\\!\\!\\!\\!"
+)
+_BOX = re.compile(r"\\(?:boxed|fbox|framebox)(?![a-zA-Z])\s*")
+_MARKER = re.compile(
+    r"(?i)(?:final\s+answer|the\s+answer|answer)(?:\s+is|\s+are|\s*[:=])(?:\s*(?:\*\*|:|=))*\s*|\banswer\s*(?:\*\*)?:\s*(?:\*\*)?"
+)
+_ANSWER_TAG = re.compile(r"(?is)<answer>(.*?)</answer>")
+_MATH_OPEN = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+_SENTENCE_END = re.compile(r"(?:\.(?=\s|$)|\n|(?i:\s+I hope\b))")
+
+
+def _brace_matches(text: str) -> dict[int, int]:
+    """For every `{` (not `\\{`), the index just past its matching `}`: one linear pass."""
+    out: dict[int, int] = {}
+    stack: list[int] = []
+    j, n = 0, len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "{":
+            stack.append(j)
+        elif c == "}" and stack:
+            out[stack.pop()] = j + 1
+        j += 1
+    return out
+
+
+def _boxes(text: str) -> list[str] | None:
+    """The contents of the boxes in order (a box holding boxes counts as the boxes it holds); None when
+    there are more than `MAX_BOXES` (box spam)."""
+    found: list[tuple[int, int, int]] = []  # (start, content start, end)
+    matches: dict[int, int] | None = None
+    for m in _BOX.finditer(text):
+        i = m.end()
+        if i < len(text) and text[i] == "{":
+            if matches is None:
+                matches = _brace_matches(text)
+            end = matches.get(i)
+            if end is not None:
+                found.append((m.start(), i + 1, end - 1))
+        else:
+            word = re.match(r"[^\s$\\]+", text[i : i + 64])
+            if word is not None:
+                found.append((m.start(), i, i + len(word[0])))
+        if len(found) > MAX_BOXES:
+            return None
+    out: list[str] = []
+    for k, (_, start, end) in enumerate(found):
+        if k + 1 < len(found) and start <= found[k + 1][0] < end:
+            continue  # it holds another box: the inner one counts
+        out.append(text[start:end])
+    return out
+
+
+def _marked(text: str) -> str | None:
+    """The expression after the last answer marker: its math block, else the rest of its sentence."""
+    last = None
+    for last in _MARKER.finditer(text):  # noqa: B007
+        pass
+    if last is None:
+        return None
+    rest = text[last.end() : last.end() + 2000].lstrip(" *")
+    for open_, close in _MATH_OPEN:
+        if rest.startswith(open_):
+            end = rest.find(close, len(open_))
+            if end < 0:
+                return None
+            return rest[len(open_) : end]
+    m = _SENTENCE_END.search(rest)
+    region = rest[: m.start()] if m else rest
+    return region.strip().strip("*").strip() or None
+
+
+def final_answers(completion: str) -> tuple[list[str], str]:
+    """The final answer candidates (the boxes in order, or one marked answer), or [] and the reason.
+
+    >>> final_answers(r"so \\boxed{\\frac{14}{3}}.")
+    (['\\\\frac{14}{3}'], 'boxed')
+    >>> final_answers("<think>\\\\boxed{2}</think>The final answer is $3$. I hope it is correct.")
+    (['3'], 'marked')
+    >>> final_answers(r"\\boxed{1\\phantom{-2}}")
+    ([], 'hidden or macro-built answer')
+    """
+    if len(completion) > MAX_COMPLETION:
+        return [], "completion too long"
+    text = completion
+    cut = text.rfind("</think>")
+    if cut >= 0:
+        text = text[cut + len("</think>") :]
+    elif "<think>" in text:
+        return [], "unfinished thinking"
+    if _HIDDEN.search(text):
+        return [], "hidden or macro-built answer"
+    boxes = _boxes(text) if "\\" in text else []
+    if boxes is None:
+        return [], "too many boxes"
+    if boxes:
+        return boxes, "boxed"
+    tag = None
+    for tag in _ANSWER_TAG.finditer(text):  # noqa: B007
+        pass
+    if tag is not None:
+        inner = tag[1].strip()
+        return ([_marked(inner) or inner.strip("$ ")] if inner else []), "answer tag"
+    marked = _marked(text)
+    if marked:
+        return [marked], "marked"
+    return [], "no final answer"
