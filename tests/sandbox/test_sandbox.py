@@ -556,3 +556,13 @@ def test_clean_values_rules() -> None:
     values, problems = core.clean_values([0, -10, 10, 10.5, "inf", {"type": "list"}, None], 7, (-10, 10))
     assert values == [0.0, -10.0, 10.0, None, None, None, None]
     assert len(problems) == 3 and all(not math.isnan(v) for v in values if v is not None)
+
+
+def test_the_probe_batch_prompts_are_the_plain_format():
+    """The sandbox sits below tasks, so its probe batch writes the plain prompt itself: the same text."""
+    from rlvr.sandbox.probe import _PROBLEMS, probe_batch
+    from rlvr.tasks import format_prompt
+
+    _, columns = probe_batch()
+    questions = {q: format_prompt(q) for q, _, _ in _PROBLEMS.values()}
+    assert all(p == questions[q] for p, q in zip(columns["prompts"], columns["question"], strict=True))

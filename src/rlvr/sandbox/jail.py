@@ -349,7 +349,7 @@ class WorkerProcess(LineProcess):
 def _jsonable(obj: Any) -> Any:
     """Host-side encoding of dataset columns: `Step`s as {"$step": [expr, result]}, other
     dataclasses as dicts, anything else unknown as None."""
-    from rlvr.tasks.problem import Step
+    from rlvr.verify.steps import Step
 
     if isinstance(obj, Step):
         return {"$step": [obj.expr, obj.result]}

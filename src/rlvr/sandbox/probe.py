@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.tasks import Step, format_prompt
+from rlvr.verify.steps import Step
 
 __all__ = ["probe_batch"]
 
@@ -64,7 +64,9 @@ def probe_batch() -> tuple[list[str], dict[str, list[Any]]]:
     completions = [text for _, text in _ITEMS]
     rows = [_PROBLEMS[key] for key, _ in _ITEMS]
     columns: dict[str, list[Any]] = {
-        "prompts": [format_prompt(q) for q, _, _ in rows],
+        # the plain prompt format's text (rlvr.tasks.format_prompt; the sandbox sits below tasks, and
+        # tests/sandbox/test_sandbox.py checks the two agree)
+        "prompts": [f"Q: {q.strip()}\nA:" for q, _, _ in rows],
         "answer": [a for _, a, _ in rows],
         "steps": [list(s) for _, _, s in rows],
         "question": [q for q, _, _ in rows],

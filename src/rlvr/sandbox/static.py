@@ -46,7 +46,11 @@ FROM_ONLY: dict[str, frozenset[str]] = {
     ),
 }
 # Public attributes hidden from a module's namespace (attribute/field traversal by string).
-HIDDEN_ATTRS: dict[str, frozenset[str]] = {"string": frozenset({"Formatter"})}
+# rlvr.verify's LaTeX verifier needs mpmath, which the jail does not hold (its names load on first use)
+HIDDEN_ATTRS: dict[str, frozenset[str]] = {
+    "string": frozenset({"Formatter"}),
+    "rlvr.verify": frozenset({"SlowPath", "extract_math_answer", "verify_math"}),
+}
 
 # The candidate's `__builtins__` (plus a guarded `__import__`); everything else is absent.
 SAFE_BUILTINS = frozenset(

@@ -72,10 +72,11 @@ class _Policy:
             mod = importlib.import_module(name)
             public = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
             for attr in public:
+                if attr.startswith("_") or attr in self.hidden.get(name, ()):
+                    continue  # a hidden name is never even looked up (a lazy one would load its module)
                 value = getattr(mod, attr, None)
-                if attr.startswith("_") or attr in self.hidden.get(name, ()) or isinstance(value, types.ModuleType):
-                    continue
-                attrs[attr] = value
+                if not isinstance(value, types.ModuleType):
+                    attrs[attr] = value
         for sub in self.modules:
             head, _, tail = sub.rpartition(".")
             if head == name:
