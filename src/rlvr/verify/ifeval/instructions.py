@@ -118,7 +118,7 @@ declare(
         "keywords:frequency",
         FrequencyArgs,
         _frequency,
-        lambda a: f"The word \"{a.keyword}\" has to show up {_rel_words(a.relation)} {a.frequency} times in your text.",
+        lambda a: f'The word "{a.keyword}" has to show up {_rel_words(a.relation)} {a.frequency} times in your text.',
         lambda rng: {"keyword": rng.choice(VOCAB), "frequency": rng.randint(1, 4), "relation": _rel(rng)},
         "keywords",
     )
@@ -361,11 +361,11 @@ declare(
         _nth_paragraph,
         lambda a: (
             f"Give {a.num_paragraphs} paragraphs separated by blank lines (two line breaks), and open paragraph "
-            f"number {a.nth_paragraph} with the word \"{a.first_word}\"."
+            f'number {a.nth_paragraph} with the word "{a.first_word}".'
         ),
-        lambda rng: (lambda n: {"num_paragraphs": n, "nth_paragraph": rng.randint(1, n), "first_word": rng.choice(VOCAB)})(
-            rng.randint(2, 4)
-        ),
+        lambda rng: (
+            lambda n: {"num_paragraphs": n, "nth_paragraph": rng.randint(1, n), "first_word": rng.choice(VOCAB)}
+        )(rng.randint(2, 4)),
         "length",
     )
 )
@@ -519,8 +519,13 @@ declare(
         "detectable_format:multiple_sections",
         SectionsArgs,
         _sections,
-        lambda a: f"Organise it in {a.num_sections} parts, heading each one {a.section_spliter} 1, {a.section_spliter} 2 and so on.",
-        lambda rng: {"section_spliter": rng.choice(["SECTION", "Section", "PART", "Part"]), "num_sections": rng.randint(2, 4)},
+        lambda a: (
+            f"Organise it in {a.num_sections} parts, heading each one {a.section_spliter} 1, {a.section_spliter} 2 and so on."
+        ),
+        lambda rng: {
+            "section_spliter": rng.choice(["SECTION", "Section", "PART", "Part"]),
+            "num_sections": rng.randint(2, 4),
+        },
         "format",
     )
 )
@@ -645,7 +650,9 @@ declare(
         EndArgs,
         _end,
         lambda a: f"The very last words of the reply must be: {a.end_phrase}",
-        lambda rng: {"end_phrase": rng.choice(["Any other questions?", "That is the whole story.", "Thanks for reading."])},
+        lambda rng: {
+            "end_phrase": rng.choice(["Any other questions?", "That is the whole story.", "Thanks for reading."])
+        },
         "end",
     )
 )
