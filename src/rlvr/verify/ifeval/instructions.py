@@ -520,7 +520,8 @@ declare(
         SectionsArgs,
         _sections,
         lambda a: (
-            f"Organise it in {a.num_sections} parts, heading each one {a.section_spliter} 1, {a.section_spliter} 2 and so on."
+            f"Organise it in {a.num_sections} parts, heading each one {a.section_spliter} 1, "
+            f"{a.section_spliter} 2 and so on."
         ),
         lambda rng: {
             "section_spliter": rng.choice(["SECTION", "Section", "PART", "Part"]),
