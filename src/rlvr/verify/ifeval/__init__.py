@@ -6,15 +6,19 @@
 Rules and their reasons: docs/instructions.md.
 """
 
+from rlvr.verify.ifeval.generate import SPLITS, base_requests, generate_prompts
 from rlvr.verify.ifeval.instructions import REGISTRY, Instruction
 from rlvr.verify.ifeval.score import InstructionVerdict, PromptVerdict, check_instruction, check_prompt, loose_variants
 
 __all__ = [
     "REGISTRY",
+    "SPLITS",
     "Instruction",
     "InstructionVerdict",
     "PromptVerdict",
     "check_instruction",
+    "base_requests",
     "check_prompt",
+    "generate_prompts",
     "loose_variants",
 ]

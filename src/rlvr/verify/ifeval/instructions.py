@@ -469,7 +469,7 @@ declare(
         "detectable_format:constrained_response",
         Args,
         _constrained,
-        lambda a: "Pick your reply from these and nothing else: " + " / ".join(OPTIONS),
+        lambda a: "Reply with exactly one of three set phrases, either " + " or else ".join(f"'{o}'" for o in OPTIONS),
         lambda rng: {},
         "whole",
         solo=True,
