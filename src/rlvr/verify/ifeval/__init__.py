@@ -8,17 +8,20 @@ Rules and their reasons: docs/instructions.md.
 
 from rlvr.verify.ifeval.generate import SPLITS, base_requests, generate_prompts
 from rlvr.verify.ifeval.instructions import REGISTRY, Instruction
+from rlvr.verify.ifeval.probes import PROBE_KINDS, hack_probes
 from rlvr.verify.ifeval.score import InstructionVerdict, PromptVerdict, check_instruction, check_prompt, loose_variants
 
 __all__ = [
     "REGISTRY",
     "SPLITS",
     "Instruction",
+    "PROBE_KINDS",
     "InstructionVerdict",
     "PromptVerdict",
     "check_instruction",
     "base_requests",
     "check_prompt",
     "generate_prompts",
+    "hack_probes",
     "loose_variants",
 ]
