@@ -231,12 +231,23 @@ class CapitalArgs(Args):
     capital_relation: Relation
 
 
-_TOKEN = re.compile(r"\w+|[^\w\s]+")
+# Treebank-like tokens, as IFEval's nltk.word_tokenize makes them for this count: whitespace-separated, with
+# contractions split off ("DON'T" -> "DO", "N'T"); hyphens and inner periods stay ("WELL-KNOWN", "U.S.A.").
+_CONTRACTION = re.compile(r"(?i)(n't|'s|'m|'d|'ll|'re|'ve)$")
+
+
+def capital_words(text: str) -> list[str]:
+    """The tokens that are all capitals (at least one cased letter, none lower case), as IFEval counts them."""
+    out = []
+    for token in text.split():
+        m = _CONTRACTION.search(token.rstrip(".,;:!?)]\"'*"))
+        parts = [token[: m.start()], token[m.start() :]] if m and m.start() > 0 else [token]
+        out += [p for p in parts if p.isupper()]
+    return out
 
 
 def _capital_words(r: str, a: CapitalArgs, p: str) -> tuple[bool, str]:
-    n = sum(1 for t in _TOKEN.findall(r) if t.isupper())
-    return _compare(n, a.capital_relation, a.capital_frequency, "all-capital words")
+    return _compare(len(capital_words(r)), a.capital_relation, a.capital_frequency, "all-capital words")
 
 
 declare(

@@ -7,11 +7,11 @@ languages (lingua lacks Kannada and Nepali). Rules, in order; the first that fai
 1. the response has letters (digits, emoji and punctuation alone are in no language);
 2. at least 80% of its letters are in the script of L (mixed scripts fail; a brand name may pass);
 3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable and names L for at least
-   90% of the text;
+   90% of the text (for a text of 3 words or more that CLD2 finds too short to call, its best-effort guess);
 4. every sentence of 3 or more words that CLD2 identifies reliably is L (this catches a German
    sentence followed by an English one, which CLD2 would otherwise fold into the majority).
 
-A single word is too little text for CLD2 to call reliable, so it fails (rule 3).
+A single word or two are too little text for CLD2 to call reliably, so they fail (rule 3).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def _cld2():  # type: ignore[no-untyped-def]
     return pycld2
 
 
-def _detect(text: str) -> tuple[bool, list[tuple[str, int]]]:
+def _detect(text: str, best_effort: bool = False) -> tuple[bool, list[tuple[str, int]]]:
     """CLD2's (reliable, [(code, percent), ...]) on `text`; raises on text CLD2 cannot read."""
-    reliable, _, details = _cld2().detect(text.lower())
+    reliable, _, details = _cld2().detect(text.lower(), bestEffort=best_effort)
     return bool(reliable), [(code.split("-")[0], int(pct)) for _, code, pct, _ in details if code != "un"]
 
 
@@ -81,6 +81,8 @@ def check_language(text: str, language: str) -> tuple[bool, str]:
             return False, f"only {share:.0%} of the letters are in the {script.lower()} script"
     try:
         reliable, found = _detect(text)
+        if not reliable and len(words(text)) >= MIN_SENTENCE_WORDS:
+            reliable, found = _detect(text, best_effort=True)  # a short sentence: CLD2's best guess
     except Exception as exc:  # CLD2 rejects some byte sequences: a failed detection is a fail
         return False, f"language detection failed ({type(exc).__name__})"
     if not reliable or not found:
