@@ -7,19 +7,21 @@ languages (lingua lacks Kannada and Nepali). Rules, in order; the first that fai
 1. the response has letters (digits, emoji and punctuation alone are in no language);
 2. at least 80% of its letters are in the script of L (mixed scripts fail; a brand name may pass);
 3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable and names L for at least
-   90% of the text (for a text of 3 words or more that CLD2 finds too short to call, its best-effort guess);
-4. every sentence of 3 or more words that CLD2 identifies reliably is L (this catches a German
-   sentence followed by an English one, which CLD2 would otherwise fold into the majority).
+   90% of the text (for a text of 3 words and 12 letters or more that CLD2 finds too short to call, its best-effort guess);
+4. every clause of 4 or more words (text between punctuation, quotes, brackets and line breaks) that CLD2
+   identifies reliably, with L as its hint, is L (this catches a German sentence followed by an English one, or an English
+   sentence around a Vietnamese quote, which CLD2 would otherwise fold into the majority).
 
 A single word or two are too little text for CLD2 to call reliably, so they fail (rule 3).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
-from rlvr.verify.ifeval.text import sentences, words
+from rlvr.verify.ifeval.text import words
 
 # The script each IFEval language (ISO 639-1) is written in, as the first word of Unicode character names.
 SCRIPTS: dict[str, str] = {
@@ -34,6 +36,10 @@ SCRIPTS: dict[str, str] = {
 SCRIPT_SHARE = 0.8
 TEXT_SHARE = 90
 MIN_SENTENCE_WORDS = 3
+MIN_BEST_EFFORT_LETTERS = 12
+MIN_CLAUSE_WORDS = 4
+# clause boundaries: sentence and clause punctuation, quotes, brackets, line breaks, spaced dashes
+_CLAUSE = re.compile(r"[.!?;:,\"\u201c\u201d\u00ab\u00bb()\[\]\n\u3002\u0964\u06d4\u060c\uff0c]+|\s[-\u2013\u2014]\s")
 
 
 def _script(ch: str) -> str:
@@ -57,9 +63,10 @@ def _cld2():  # type: ignore[no-untyped-def]
     return pycld2
 
 
-def _detect(text: str, best_effort: bool = False) -> tuple[bool, list[tuple[str, int]]]:
+def _detect(text: str, best_effort: bool = False, hint: str = "") -> tuple[bool, list[tuple[str, int]]]:
     """CLD2's (reliable, [(code, percent), ...]) on `text`; raises on text CLD2 cannot read."""
-    reliable, _, details = _cld2().detect(text.lower(), bestEffort=best_effort)
+    extra = {"hintLanguage": hint} if hint else {}
+    reliable, _, details = _cld2().detect(text.lower(), bestEffort=best_effort, **extra)
     return bool(reliable), [(code.split("-")[0], int(pct)) for _, code, pct, _ in details if code != "un"]
 
 
@@ -81,7 +88,7 @@ def check_language(text: str, language: str) -> tuple[bool, str]:
             return False, f"only {share:.0%} of the letters are in the {script.lower()} script"
     try:
         reliable, found = _detect(text)
-        if not reliable and len(words(text)) >= MIN_SENTENCE_WORDS:
+        if not reliable and len(words(text)) >= MIN_SENTENCE_WORDS and len(letters) >= MIN_BEST_EFFORT_LETTERS:
             reliable, found = _detect(text, best_effort=True)  # a short sentence: CLD2's best guess
     except Exception as exc:  # CLD2 rejects some byte sequences: a failed detection is a fail
         return False, f"language detection failed ({type(exc).__name__})"
@@ -92,13 +99,13 @@ def check_language(text: str, language: str) -> tuple[bool, str]:
         return False, f"identified as {code}, not {target}"
     if pct < TEXT_SHARE:
         return False, f"only {pct}% of the text is {target} ({', '.join(f'{c} {p}%' for c, p in found[1:])})"
-    for sentence in sentences(text):
-        if len(words(sentence)) < MIN_SENTENCE_WORDS:
+    for clause in _CLAUSE.split(text):
+        if len(words(clause)) < MIN_CLAUSE_WORDS:
             continue
         try:
-            ok, parts = _detect(sentence)
+            ok, parts = _detect(clause, hint=target)  # the hint keeps a short clause from reading as Interlingua
         except Exception:
-            return False, "language detection failed on a sentence"
+            return False, "language detection failed on a clause"
         if ok and parts and parts[0][0] != target:
-            return False, f"a sentence is in {parts[0][0]}: {sentence[:40]!r}"
+            return False, f"a part is in {parts[0][0]}: {clause.strip()[:40]!r}"
     return True, f"in {target}"
