@@ -31,8 +31,8 @@ PEER = r"""
 import json, sys, types, importlib.util, pathlib
 spec = importlib.util.find_spec("lm_eval")
 base = pathlib.Path(spec.submodule_search_locations[0])
-for name, path in [("lm_eval", base), ("lm_eval.tasks", base / "tasks"), ("lm_eval.tasks.ifeval", base / "tasks/ifeval")]:
-    m = types.ModuleType(name); m.__path__ = [str(path)]; sys.modules[name] = m
+for name, sub in [("lm_eval", ""), ("lm_eval.tasks", "tasks"), ("lm_eval.tasks.ifeval", "tasks/ifeval")]:
+    m = types.ModuleType(name); m.__path__ = [str(base / sub)]; sys.modules[name] = m
 import langdetect
 langdetect.DetectorFactory.seed = 0
 from lm_eval.tasks.ifeval import utils

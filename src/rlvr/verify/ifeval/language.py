@@ -7,10 +7,11 @@ languages (lingua lacks Kannada and Nepali). Rules, in order; the first that fai
 1. the response has letters (digits, emoji and punctuation alone are in no language);
 2. at least 80% of its letters are in the script of L (mixed scripts fail; a brand name may pass);
 3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable and names L for at least
-   90% of the text (for a text of 3 words and 12 letters or more that CLD2 finds too short to call, its best-effort guess);
+   90% of the text (for a text of 3 words and 12 letters or more that CLD2 finds too short to call, its
+   best-effort guess);
 4. every clause of 4 or more words (text between punctuation, quotes, brackets and line breaks) that CLD2
-   identifies reliably, with L as its hint, is L (this catches a German sentence followed by an English one, or an English
-   sentence around a Vietnamese quote, which CLD2 would otherwise fold into the majority).
+   identifies reliably, with L as its hint, is L (this catches a German sentence followed by an English one,
+   or an English sentence around a Vietnamese quote, which CLD2 would otherwise fold into the majority).
 
 A single word or two are too little text for CLD2 to call reliably, so they fail (rule 3).
 """
