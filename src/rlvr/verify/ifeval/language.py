@@ -7,13 +7,13 @@ languages (lingua lacks Kannada and Nepali). Rules, in order; the first that fai
 1. the response has letters (digits, emoji and punctuation alone are in no language);
 2. at least 80% of its letters are in the script of L (mixed scripts fail; a brand name may pass);
 3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable and names L for at least
-   90% of the text (for a text of 3 words and 12 letters or more that CLD2 finds too short to call, its
+   90% of the text (for a text of 2 words and 6 letters or more that CLD2 finds too short to call, its
    best-effort guess);
 4. every clause of 4 or more words (text between punctuation, quotes, brackets and line breaks) that CLD2
    identifies reliably, with L as its hint, is L (this catches a German sentence followed by an English one,
    or an English sentence around a Vietnamese quote, which CLD2 would otherwise fold into the majority).
 
-A single word or two are too little text for CLD2 to call reliably, so they fail (rule 3).
+A single word is too little text for CLD2 to call reliably, so it fails (rule 3).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ SCRIPTS: dict[str, str] = {
 }  # fmt: skip
 SCRIPT_SHARE = 0.8
 TEXT_SHARE = 90
-MIN_SENTENCE_WORDS = 3
-MIN_BEST_EFFORT_LETTERS = 12
+MIN_BEST_EFFORT_WORDS = 2
+MIN_BEST_EFFORT_LETTERS = 6
 MIN_CLAUSE_WORDS = 4
 # clause boundaries: sentence and clause punctuation, quotes, brackets, line breaks, spaced dashes
 _CLAUSE = re.compile(r"[.!?;:,\"\u201c\u201d\u00ab\u00bb()\[\]\n\u3002\u0964\u06d4\u060c\uff0c]+|\s[-\u2013\u2014]\s")
@@ -89,7 +89,7 @@ def check_language(text: str, language: str) -> tuple[bool, str]:
             return False, f"only {share:.0%} of the letters are in the {script.lower()} script"
     try:
         reliable, found = _detect(text)
-        if not reliable and len(words(text)) >= MIN_SENTENCE_WORDS and len(letters) >= MIN_BEST_EFFORT_LETTERS:
+        if not reliable and len(words(text)) >= MIN_BEST_EFFORT_WORDS and len(letters) >= MIN_BEST_EFFORT_LETTERS:
             reliable, found = _detect(text, best_effort=True)  # a short sentence: CLD2's best guess
     except Exception as exc:  # CLD2 rejects some byte sequences: a failed detection is a fail
         return False, f"language detection failed ({type(exc).__name__})"
