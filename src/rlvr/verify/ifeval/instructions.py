@@ -390,7 +390,8 @@ class PlaceholdersArgs(Args):
 
 
 def _placeholders(r: str, a: PlaceholdersArgs, p: str) -> tuple[bool, str]:
-    n = len(re.findall(r"\[.*?\]", r))
+    # IFEval's `\[.*?\]` counts the same (one per "]" closing a "[" on its line) in quadratic time
+    n = len(re.findall(r"\[[^\[\]\n]*\]", r))
     return n >= a.num_placeholders, f"{n} [placeholders], needs at least {a.num_placeholders}"
 
 
@@ -413,11 +414,11 @@ class PostscriptArgs(Args):
 def _postscript_pattern(marker: str) -> re.Pattern[str]:
     squashed = re.sub(r"[\s.]", "", marker).lower()
     if squashed == "pps":
-        return re.compile(r"\s*p\.\s?p\.\s?s.*$", re.MULTILINE)
+        return re.compile(r"p\.\s?p\.\s?s.*$", re.MULTILINE)
     if squashed == "ps":
         # rlvr: "P.P.S." is not "P.S.": the p may not follow a letter, a dot or "p. "
         return re.compile(r"(?<![\w.])(?<!p\.\s)p\.\s?s\..*$", re.MULTILINE)
-    return re.compile(r"\s*" + re.escape(marker.lower()) + r".*$", re.MULTILINE)
+    return re.compile(re.escape(marker.lower()) + r".*$", re.MULTILINE)
 
 
 def _postscript(r: str, a: PostscriptArgs, p: str) -> tuple[bool, str]:
@@ -576,7 +577,7 @@ declare(
 
 
 def _title(r: str, a: Args, p: str) -> tuple[bool, str]:
-    ok = any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", r))
+    ok = any(t.strip() for t in re.findall(r"<<([^\n<>]+)>>", r))  # IFEval: <<[^\n]+>>, quadratic on "<<<<..."
     return ok, "title found" if ok else "no <<title>>"
 
 
