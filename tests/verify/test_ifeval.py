@@ -18,6 +18,26 @@ from rlvr.verify.ifeval import REGISTRY, check_instruction, check_prompt, loose_
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [json.loads(line) for line in (ROOT / "tests/data/ifeval_cases.jsonl").read_text().splitlines() if line]
 IFEVAL_DATA = ROOT.parent / "shared/data/ifeval/input_data.jsonl"
+# valid arguments for every instruction that takes some
+ARGS = {
+    "keywords:existence": {"keywords": ["fox"]},
+    "keywords:frequency": {"keyword": "fox", "frequency": 2, "relation": "at least"},
+    "keywords:forbidden_words": {"forbidden_words": ["cat"]},
+    "keywords:letter_frequency": {"letter": "a", "let_frequency": 2, "let_relation": "at least"},
+    "language:response_language": {"language": "en"},
+    "length_constraints:number_sentences": {"num_sentences": 3, "relation": "at least"},
+    "length_constraints:number_paragraphs": {"num_paragraphs": 2},
+    "length_constraints:number_words": {"num_words": 3, "relation": "less than"},
+    "length_constraints:nth_paragraph_first_word": {"num_paragraphs": 1, "nth_paragraph": 1, "first_word": "the"},
+    "detectable_content:number_placeholders": {"num_placeholders": 1},
+    "detectable_content:postscript": {"postscript_marker": "P.P.S"},
+    "detectable_format:number_bullet_lists": {"num_bullets": 1},
+    "detectable_format:number_highlighted_sections": {"num_highlights": 1},
+    "detectable_format:multiple_sections": {"section_spliter": "SECTION", "num_sections": 2},
+    "combination:repeat_prompt": {"prompt_to_repeat": "p. p. p."},
+    "startend:end_checker": {"end_phrase": "dog."},
+    "change_case:capital_word_frequency": {"capital_frequency": 2, "capital_relation": "at least"},
+}
 
 
 def _case_id(case: dict) -> str:
@@ -98,8 +118,9 @@ def test_prompt_level() -> None:
 def test_empty_response_follows_no_instruction_of_any_type() -> None:
     for instruction_id in REGISTRY:
         for response in ("", "  \n "):
-            verdict = check_instruction(response, instruction_id, {}, "prompt")
+            verdict = check_instruction(response, instruction_id, ARGS.get(instruction_id), "prompt")
             assert (verdict.strict, verdict.loose) == (False, False), instruction_id
+            assert verdict.reason == "empty response", verdict.reason
 
 
 def _all_verdicts_script() -> str:
@@ -137,7 +158,10 @@ def test_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     for case in CASES:
         fresh.check_instruction(case["response"], case["family"], case["kwargs"], case["prompt"])
     for instruction_id in fresh.REGISTRY:
-        fresh.check_instruction("SOME TEXT. More text here, and more.", instruction_id, {}, "prompt")
+        verdict = fresh.check_instruction(
+            "SOME TEXT. More text here, and more.", instruction_id, ARGS.get(instruction_id), "p"
+        )
+        assert not verdict.reason.startswith(("bad kwargs", "check failed")), verdict.reason
 
 
 @pytest.mark.skipif(not IFEVAL_DATA.exists(), reason="shared IFEval data absent")
@@ -147,3 +171,15 @@ def test_every_ifeval_row_validates_and_scores() -> None:
         verdict = check_prompt("A short answer.", row["instruction_id_list"], row["kwargs"], row["prompt"])
         for v in verdict.instructions:
             assert not v.reason.startswith(("bad kwargs", "unknown")), (row["key"], v.reason)
+
+
+def test_time_is_bounded_on_pathological_text() -> None:
+    import time
+
+    texts = [" " * 100_000 + "x", "[" * 100_000, "<<" * 50_000, "*a " * 30_000, "p." * 50_000, "e.g. " * 20_000]
+    start = time.perf_counter()
+    for text in texts:
+        for instruction_id in REGISTRY:
+            verdict = check_instruction(text, instruction_id, ARGS.get(instruction_id), "prompt")
+            assert not verdict.reason.startswith(("bad kwargs", "check failed")), verdict.reason
+    assert time.perf_counter() - start < 20

@@ -44,13 +44,13 @@ _NEVER_END = re.compile(r"(?:^|[\s(\"'])(?:e\.g|i\.e)\.$", re.IGNORECASE)
 def sentences(text: str) -> list[str]:
     """IFEval's sentences (NLTK's English Punkt model, as `nltk.sent_tokenize`), except that a piece ending in
     "e.g." or "i.e." runs on into the next one."""
-    out: list[str] = []
+    groups: list[list[str]] = []
     for piece in _punkt().tokenize(text):
-        if out and _NEVER_END.search(out[-1]):
-            out[-1] = f"{out[-1]} {piece}"
+        if groups and _NEVER_END.search(groups[-1][-1][-6:]):  # the tail only: linear on "e.g. e.g. ..."
+            groups[-1].append(piece)
         else:
-            out.append(piece)
-    return [s for s in out if s.strip()]
+            groups.append([piece])
+    return [s for s in (" ".join(g) for g in groups) if s.strip()]
 
 
 def count_sentences(text: str) -> int:
