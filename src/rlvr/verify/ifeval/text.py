@@ -59,8 +59,9 @@ def count_sentences(text: str) -> int:
 
 def keyword_pattern(keyword: str) -> re.Pattern[str]:
     """Whole-word, case-insensitive: no letter or digit right before or after (hyphens, apostrophes, underscores
-    and punctuation are boundaries); inner whitespace of a multi-word keyword matches any whitespace."""
-    parts = [re.escape(p) for p in keyword.strip().split()]
+    and punctuation are boundaries); inner whitespace of a multi-word keyword matches any whitespace; a straight
+    and a curly apostrophe match each other."""
+    parts = ["['\u2019]".join(re.escape(x) for x in re.split("['\u2019]", p)) for p in keyword.strip().split()]
     body = r"\s+".join(parts)
     return re.compile(rf"(?<![^\W_]){body}(?![^\W_])", re.IGNORECASE)
 
