@@ -58,3 +58,18 @@ def test_no_generated_prompt_overlaps_an_ifeval_test_prompt() -> None:
             assert row["prompt"].strip().lower() not in test_prompts
             shared = _grams(row["prompt"]) & test_grams
             assert not shared, (row["prompt"], sorted(shared)[:3])
+
+
+def test_no_unsatisfiable_pairs() -> None:
+    from itertools import combinations
+
+    from rlvr.verify.ifeval.generate import EXCLUDES
+
+    for row in generate_prompts("train", 2000, seed=2):
+        ids = row["instruction_id_list"]
+        assert len(set(ids)) == len(ids)
+        groups = [REGISTRY[i].group for i in ids]
+        for a, b in combinations(ids, 2):
+            assert frozenset({a, b}) not in EXCLUDES, row["prompt"]
+        for group in set(groups):
+            assert groups.count(group) <= (2 if group in ("keywords", "format") else 1), row["prompt"]

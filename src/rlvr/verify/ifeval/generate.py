@@ -27,13 +27,18 @@ FORMS_PER_TOPIC = 8
 DEV_EVERY = 5
 # groups that may hold two instructions of a prompt; every other group holds at most one
 PAIRED_GROUPS = frozenset({"keywords", "format"})
-# pairs that no response can satisfy together
+# pairs that no response can satisfy together (or only by mixing languages)
+_CASE = ("change_case:english_capital", "change_case:english_lowercase", "language:response_language")
 EXCLUDES = {
     frozenset({"punctuation:no_comma", "detectable_format:json_format"}),
     frozenset({"punctuation:no_comma", "combination:repeat_prompt"}),
     frozenset({"startend:quotation", "detectable_format:json_format"}),
     frozenset({"detectable_format:title", "combination:repeat_prompt"}),
-}
+    frozenset({"startend:end_checker", "language:response_language"}),
+    *(frozenset({case, other}) for case in _CASE for other in (
+        "detectable_format:constrained_response", "detectable_format:multiple_sections", "combination:repeat_prompt"
+    )),
+}  # fmt: skip
 
 
 @lru_cache(maxsize=1)

@@ -14,14 +14,17 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from rlvr.verify.ifeval.language import check_language
 from rlvr.verify.ifeval.text import count_keyword, count_sentences, count_words
 
-Relation = Literal["less than", "at least"]
+Relation = Annotated[
+    Literal["less than", "at least"],
+    BeforeValidator(lambda v: " ".join(v.lower().split()) if isinstance(v, str) else v),  # "Less  than" too
+]
 Check = Callable[[str, Any, str], tuple[bool, str]]
 
 
