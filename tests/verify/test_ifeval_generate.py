@@ -12,7 +12,13 @@ import pytest
 from rlvr.verify.ifeval import REGISTRY
 from rlvr.verify.ifeval.generate import base_requests, generate_prompts, split_requests
 
-IFEVAL_DATA = Path(__file__).resolve().parents[3] / "shared/data/ifeval/input_data.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+# IFEval's 541 test prompts: vendored with the ifeval task, else the shared copy
+IFEVAL_DATA = next(
+    (p for p in (ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl", ROOT.parent / "shared/data/ifeval/input_data.jsonl")
+     if p.exists()),
+    ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl",
+)  # fmt: skip
 
 
 def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
