@@ -18,11 +18,8 @@ from rlvr.verify.ifeval import REGISTRY, check_instruction, check_prompt, loose_
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [json.loads(line) for line in (ROOT / "tests/data/ifeval_cases.jsonl").read_text().splitlines() if line]
 # IFEval's 541 test prompts: vendored with the ifeval task, else the shared copy
-IFEVAL_DATA = next(
-    (p for p in (ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl", ROOT.parent / "shared/data/ifeval/input_data.jsonl")
-     if p.exists()),
-    ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl",
-)  # fmt: skip
+_VENDORED = ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl"
+IFEVAL_DATA = _VENDORED if _VENDORED.exists() else ROOT.parent / "shared/data/ifeval/input_data.jsonl"
 # valid arguments for every instruction that takes some
 ARGS = {
     "keywords:existence": {"keywords": ["fox"]},

@@ -14,11 +14,8 @@ from rlvr.verify.ifeval.generate import base_requests, generate_prompts, split_r
 
 ROOT = Path(__file__).resolve().parents[2]
 # IFEval's 541 test prompts: vendored with the ifeval task, else the shared copy
-IFEVAL_DATA = next(
-    (p for p in (ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl", ROOT.parent / "shared/data/ifeval/input_data.jsonl")
-     if p.exists()),
-    ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl",
-)  # fmt: skip
+_VENDORED = ROOT / "src/rlvr/tasks/data/ifeval/input_data.jsonl"
+IFEVAL_DATA = _VENDORED if _VENDORED.exists() else ROOT.parent / "shared/data/ifeval/input_data.jsonl"
 
 
 def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
