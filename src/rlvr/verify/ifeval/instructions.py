@@ -73,7 +73,8 @@ VOCAB = (
     "saddle thunder umbrella village window yellow zebra copper forest island jungle mirror planet rocket shadow "
     "silver sunrise tunnel valley wonder blossom canyon desert engine feather glacier hammer"
 ).split()
-LETTERS = "abcdefghiklmnoprstuwy"
+COMMON_LETTERS = "abcdeghiklmnoprstuwy"  # asked for "at least" N times
+RARE_LETTERS = "jqxz"  # asked for "less than" N times, so that a real answer can comply
 LANGUAGES = {
     "de": "German", "it": "Italian", "pt": "Portuguese", "fi": "Finnish", "sw": "Swahili", "vi": "Vietnamese",
     "ru": "Russian", "bg": "Bulgarian", "ar": "Arabic", "fa": "Persian", "ur": "Urdu", "hi": "Hindi",
@@ -112,6 +113,19 @@ class FrequencyArgs(Args):
     relation: Relation
 
 
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _sample_frequency(rng: random.Random) -> dict[str, Any]:
+    relation = _rel(rng)
+    return {
+        "keyword": rng.choice(VOCAB),
+        "frequency": rng.randint(1 if relation == "at least" else 2, 4),
+        "relation": relation,
+    }
+
+
 def _frequency(r: str, a: FrequencyArgs, p: str) -> tuple[bool, str]:
     return _compare(count_keyword(r, a.keyword), a.relation, a.frequency, f"uses of {a.keyword!r}")
 
@@ -121,8 +135,8 @@ declare(
         "keywords:frequency",
         FrequencyArgs,
         _frequency,
-        lambda a: f'The word "{a.keyword}" has to show up {_rel_words(a.relation)} {a.frequency} times in your text.',
-        lambda rng: {"keyword": rng.choice(VOCAB), "frequency": rng.randint(1, 4), "relation": _rel(rng)},
+        lambda a: f'The word "{a.keyword}" has to show up {_rel_words(a.relation)} {_times(a.frequency)} in your text.',
+        _sample_frequency,
         "keywords",
     )
 )
@@ -155,6 +169,12 @@ class LetterArgs(Args):
     let_relation: Relation
 
 
+def _sample_letter(rng: random.Random) -> dict[str, Any]:
+    if rng.random() < 0.5:
+        return {"letter": rng.choice(RARE_LETTERS), "let_frequency": rng.randint(2, 6), "let_relation": "less than"}
+    return {"letter": rng.choice(COMMON_LETTERS), "let_frequency": rng.randint(3, 15), "let_relation": "at least"}
+
+
 def _letter(r: str, a: LetterArgs, p: str) -> tuple[bool, str]:
     # rlvr: any character is counted as itself (IFEval swaps a non a-z letter for a random one)
     return _compare(r.lower().count(a.letter.lower()), a.let_relation, a.let_frequency, f"{a.letter!r}s")
@@ -165,8 +185,10 @@ declare(
         "keywords:letter_frequency",
         LetterArgs,
         _letter,
-        lambda a: f"Count your letters: '{a.letter}' must occur {_rel_words(a.let_relation)} {a.let_frequency} times.",
-        lambda rng: {"letter": rng.choice(LETTERS), "let_frequency": rng.randint(2, 12), "let_relation": _rel(rng)},
+        lambda a: (
+            f"Count your letters: '{a.letter}' must occur {_rel_words(a.let_relation)} {_times(a.let_frequency)}."
+        ),
+        _sample_letter,
         "keywords",
     )
 )
