@@ -6,9 +6,9 @@ languages (lingua lacks Kannada and Nepali). Rules, in order; the first that fai
 
 1. the response has letters (digits, emoji and punctuation alone are in no language);
 2. at least 80% of its letters are in the script of L (mixed scripts fail; a brand name may pass);
-3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable and names L for at least
-   90% of the text (for a text of 2 words and 6 letters or more that CLD2 finds too short to call, its
-   best-effort guess);
+3. CLD2 on the lower-cased text (so all-caps English reads as English) is reliable, names L first and no
+   other language for 10% of the text or more (for a text of 2 words and 6 letters or more that CLD2 finds
+   too short to call, its best-effort guess);
 4. every clause of 4 or more words (text between punctuation, quotes, brackets and line breaks) that CLD2
    identifies reliably, with L as its hint, is L (this catches a German sentence followed by an English one,
    or an English sentence around a Vietnamese quote, which CLD2 would otherwise fold into the majority).
@@ -98,7 +98,8 @@ def check_language(text: str, language: str) -> tuple[bool, str]:
     code, pct = found[0]
     if code != target:
         return False, f"identified as {code}, not {target}"
-    if pct < TEXT_SHARE:
+    others = [(c, p) for c, p in found[1:] if p >= 100 - TEXT_SHARE]
+    if others or pct < 50:
         return False, f"only {pct}% of the text is {target} ({', '.join(f'{c} {p}%' for c, p in found[1:])})"
     for clause in _CLAUSE.split(text):
         if len(words(clause)) < MIN_CLAUSE_WORDS:
