@@ -11,6 +11,7 @@ from rlvr.rewards.format import (
     make_format_approx,
     make_format_exact,
 )
+from rlvr.rewards.ifeval import ifeval_all, ifeval_partial, make_ifeval
 from rlvr.rewards.outcome import env_reward, outcome
 from rlvr.rewards.process import hybrid, make_hybrid, make_process, process, process_score
 
@@ -24,9 +25,12 @@ __all__ = [
     "format_gsm8k",
     "format_r1",
     "hybrid",
+    "ifeval_all",
+    "ifeval_partial",
     "make_format_approx",
     "make_format_exact",
     "make_hybrid",
+    "make_ifeval",
     "make_process",
     "env_reward",
     "outcome",

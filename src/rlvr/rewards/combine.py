@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from rlvr.rewards.columns import RewardFn
 from rlvr.rewards.format import format_gsm8k, format_r1, make_format_approx, make_format_exact
+from rlvr.rewards.ifeval import make_ifeval
 from rlvr.rewards.outcome import env_reward, outcome
 from rlvr.rewards.process import make_hybrid, make_process
 
@@ -90,6 +91,8 @@ REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
     "format_r1": lambda p: format_r1,
     "process": lambda p: make_process(**p),
     "hybrid": lambda p: make_hybrid(**p),
+    "ifeval_partial": lambda p: make_ifeval("partial", **p),
+    "ifeval_all": lambda p: make_ifeval("all", **p),
 }
 
 
