@@ -1,0 +1,120 @@
+"""The `ifeval` task: follow verifiable instructions ("answer in fewer than 50 words, all lowercase").
+IFEval's 541 prompts (Zhou et al. 2023, Apache-2.0) are vendored as the test split; train and dev are
+prompts rlvr generates (`rlvr.verify.ifeval.generate_prompts`: seeded, its own base requests times the
+25 instruction types, disjoint from the test prompts), or any JSONL of `prompt` + `instruction_id_list`
++ `kwargs` (IFEval's format) as `ifeval_file`. A completion is correct when it follows every instruction
+of its prompt (IFEval's strict prompt-level accuracy); the rewards `ifeval_partial` and `ifeval_all`
+score the share met. Rules: docs/instructions.md; the task: docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlvr.tasks.gsm8k import DataError
+from rlvr.tasks.math_task import bucket
+from rlvr.tasks.problem import Problem
+from rlvr.tasks.task import Split, Task, register
+from rlvr.textfile import TextFileError, read_text
+from rlvr.verify import Verdict
+from rlvr.verify.ifeval import REGISTRY, check_prompt, generate_prompts
+from rlvr.verify.probes import Probe
+
+__all__ = ["IfevalParams", "IfevalTask", "ifeval_path", "load_ifeval_jsonl"]
+
+
+def ifeval_path() -> Path:
+    """The vendored IFEval prompts inside the installed package.
+
+    >>> ifeval_path().name
+    'input_data.jsonl'
+    """
+    return Path(str(resources.files("rlvr.tasks") / "data" / "ifeval" / "input_data.jsonl"))
+
+
+def _problem(row: Any, where: str, source: str) -> Problem:
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object")
+    prompt, ids, kwargs = row.get("prompt"), row.get("instruction_id_list"), row.get("kwargs")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise DataError(f"{where}: field 'prompt': missing or not a non-empty string")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i in REGISTRY for i in ids):
+        raise DataError(f"{where}: field 'instruction_id_list': a non-empty list of IFEval instruction ids")
+    kwargs = kwargs if kwargs is not None else [{} for _ in ids]
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict | None) for k in kwargs):
+        raise DataError(f"{where}: field 'kwargs': one object per instruction id")
+    columns = {"instruction_id_list": list(ids), "kwargs": [k or {} for k in kwargs], "prompt": prompt}
+    pid = str(row.get("key", where))
+    return Problem(pid, prompt, ", ".join(ids), [], source, columns=columns)
+
+
+def load_ifeval_jsonl(path: Path, *, limit: int | None = None) -> list[Problem]:
+    """Problems of an IFEval-format JSONL (`prompt`, `instruction_id_list`, `kwargs`; `key` kept as id)."""
+    try:
+        text = read_text(path)
+    except TextFileError as e:
+        raise DataError(str(e)) from None
+    problems: list[Problem] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if limit is not None and len(problems) >= limit:
+            break
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{i}: invalid JSON: {e.msg}") from None
+        problems.append(_problem(row, f"{path}:{i}", str(path)))
+    return problems
+
+
+class IfevalParams(BaseModel):
+    """The `ifeval` task's load settings: `ifeval_file` replaces the generated train/dev prompts with a
+    file of your own (dev: the 5% whose prompt hashes into bucket < 5); `n_generated` is how many
+    prompts a generated split holds when `n` is not given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ifeval_file: str | None = None
+    n_generated: int = Field(2000, ge=1, le=100_000)
+
+
+class IfevalTask(Task):
+    """Instruction following: `test` is IFEval's 541 prompts; `train` and `dev` are generated (or
+    `ifeval_file`). `verify` is IFEval's strict prompt-level rule."""
+
+    name = "ifeval"
+    params = IfevalParams
+    columns = ("instruction_id_list", "kwargs", "prompt")
+
+    def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
+        if split == "test":
+            return load_ifeval_jsonl(ifeval_path(), limit=n)
+        if params.ifeval_file is not None:
+            probs = load_ifeval_jsonl(Path(params.ifeval_file))
+            probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
+            return probs[:n] if n is not None else probs
+        rows = generate_prompts(split, n if n is not None else params.n_generated, seed)  # type: ignore[arg-type]
+        return [_problem(r, f"generated {split} prompt {i}", f"rlvr-ifeval-{split}") for i, r in enumerate(rows)]
+
+    def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """Correct when the completion follows every instruction (strict); `parsed` says how many it met."""
+        ids, kwargs = columns["instruction_id_list"], columns["kwargs"]
+        v = check_prompt(completion, list(ids), list(kwargs), str(columns.get("prompt", "")))
+        met = sum(i.strict for i in v.instructions)
+        if not completion.strip():
+            return Verdict(False, None, "empty response", "unparseable_answer")
+        failed = [f"{i}: {r.reason}" for i, r in zip(ids, v.instructions, strict=True) if not r.strict]
+        reason = "correct" if v.strict else "; ".join(failed)[:300]
+        return Verdict(v.strict, f"{met}/{len(ids)} instructions", reason, "correct" if v.strict else "wrong")
+
+    def probes(self, gold: str) -> list[Probe]:
+        """Instruction probes need the prompt's constraints, not a gold string (`rlvr.verify.ifeval.hack_probes`)."""
+        return []
+
+
+register(IfevalTask())
