@@ -103,6 +103,7 @@ def _progress(label: str):
         "sft/loss": "loss",
         "reward/total/mean": "reward",
         "train/accuracy": "acc",
+        "rft/accepted": "accepted",
         "train/completion_len/mean": "len",
         "train/zero_std_frac": "zero_std",
         "train/kl": "kl",
