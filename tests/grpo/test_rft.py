@@ -141,3 +141,12 @@ def test_rft_refuses_settings_of_a_policy_gradient() -> None:
         load_config(TrainConfig, None, {"objective": "rft", "objective_overrides": {"beta": 0.1}})
     with pytest.raises(ValueError, match="rft_max_per_prompt: applies to method 'rft' only"):
         load_config(TrainConfig, None, {"objective": "grpo", "objective_overrides": {"rft_max_per_prompt": 2}})
+
+
+def test_the_demo_rft_preset_is_the_demo_recipe_with_rft() -> None:
+    from rlvr.grpo.config import TRAIN_PRESETS
+
+    demo, rft = (load_config(TrainConfig, None, {}, base=dict(TRAIN_PRESETS[p])) for p in ("demo", "demo-rft"))
+    assert rft.objective_config.method == "rft" and demo.objective_config.method == "policy_gradient"
+    same = ("preset", "prompts_per_step", "group_size", "sampling", "lr", "steps", "seed")
+    assert all(getattr(rft, k) == getattr(demo, k) for k in same)
