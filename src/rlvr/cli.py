@@ -104,6 +104,7 @@ def _progress(label: str):
         "reward/total/mean": "reward",
         "train/accuracy": "acc",
         "rft/accepted": "accepted",
+        "rft/skipped_step": "skipped",
         "train/completion_len/mean": "len",
         "train/zero_std_frac": "zero_std",
         "train/kl": "kl",

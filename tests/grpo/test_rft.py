@@ -108,7 +108,7 @@ def test_a_step_with_nothing_accepted_changes_no_parameter(tiny_model_dir: Path,
     _verifier(monkeypatch, lambda text: False)
     t = GRPOTrainer(_cfg(tiny_model_dir, tmp_path / "n", weight_decay=0.1))
     before = [p.detach().clone() for p in t.model.parameters()]
-    with pytest.warns(UserWarning, match="accepted none of 8 samples; nothing updated"):
+    with pytest.warns(UserWarning, match="accepted none of the step's 8 samples; nothing updated"):
         row = t.train_step()
     assert row["rft/accepted"] == 0 and row["rft/skipped_step"] == 1 and row["train/samples_drawn"] == 8
     assert all(torch.equal(a, b) for a, b in zip(before, t.model.parameters(), strict=True))

@@ -183,6 +183,7 @@ class GRPOTrainer:
         self.token_quantile = o.top_entropy_quantile if o.top_entropy_quantile < 1.0 else None
         self.entropy_watch = EntropyWatch()  # warns once when the token entropy blows up (a collapse)
         self._update = self.rft_update if o.method == "rft" else self.update
+        self._skip_said = False  # rft: the console was told that a step updated nothing
 
     def _build_rollout(self) -> None:
         """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
@@ -417,9 +418,11 @@ class GRPOTrainer:
             acc["loss"] = sum(self.dist.gather(loss_sum)) if self.dist.world > 1 else loss_sum
         else:
             acc.update(loss=math.nan, grad_norm=0.0)
-            if self.dist.main:
+            if self.dist.main and not self._skip_said:  # once a run: the progress line shows `skipped=1`
+                self._skip_said = True
                 warnings.warn(
-                    f"step {self.step + 1}: the verifier accepted none of {len(ro.tokens)} samples; nothing updated",
+                    f"rft: the verifier accepted none of the step's {len(ro.tokens)} samples; nothing updated "
+                    "(rft/skipped_step counts such steps)",
                     stacklevel=2,
                 )
         with warnings.catch_warnings():  # the schedule follows the step count, whether or not it updated
