@@ -103,6 +103,8 @@ def _progress(label: str):
         "sft/loss": "loss",
         "reward/total/mean": "reward",
         "train/accuracy": "acc",
+        "rft/accepted": "accepted",
+        "rft/skipped_step": "skipped",
         "train/completion_len/mean": "len",
         "train/zero_std_frac": "zero_std",
         "train/kl": "kl",
@@ -183,11 +185,13 @@ def sft(
 @app.command()
 def train(
     config: ConfigOpt = None,
-    preset: Annotated[str | None, typer.Option(help="Named recipe: demo, correctness-only, format-only.")] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="Named recipe: demo, demo-rft, correctness-only, format-only.")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="Local HF model folder or a run folder with model/.")] = None,
     task: Annotated[str | None, typer.Option(help="A registered task (arith, gsm8k, math) or a .jsonl path.")] = None,
     objective: Annotated[
-        str | None, typer.Option(help="Paper preset: grpo, dr_grpo, dapo, gspo, cispo, rloo, reinforce_pp, ... (docs).")
+        str | None, typer.Option(help="Paper preset: grpo, dr_grpo, dapo, gspo, cispo, rloo, ..., rft (docs).")
     ] = None,
     steps: Annotated[int | None, typer.Option(help="GRPO steps.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,

@@ -20,12 +20,13 @@ from matplotlib.figure import Figure  # noqa: E402
 from rlvr.audit.context import finite  # noqa: E402
 
 if TYPE_CHECKING:
+    from rlvr.audit.checks.boundary import BoundaryEvidence
     from rlvr.audit.checks.data import ContaminationEvidence, HoldoutEvidence
     from rlvr.audit.checks.measurement import MatchedComputeEvidence, SeparationEvidence
     from rlvr.audit.drift import DriftReport, Series
     from rlvr.audit.verifier_audit import VerifierEvidence
 
-__all__ = ["compute", "contamination", "drift", "holdout", "png", "separation", "verifier"]
+__all__ = ["boundary", "compute", "contamination", "drift", "holdout", "png", "separation", "verifier"]
 
 _MULTI = re.compile(r"^(pass|maj)@(\d+)$")
 _BASE, _TRAINED = "#7f7f7f", "#1f77b4"
@@ -59,6 +60,24 @@ def compute(ev: MatchedComputeEvidence) -> Figure | None:
                 ax.plot([r[4]], [r[3]], "^", color=_TRAINED, label="trained greedy")
         ax.set_xscale("log", base=2)
         ax.set(title=pair.split, xlabel="tokens per problem", ylabel="accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
+def boundary(ev: BoundaryEvidence) -> Figure | None:
+    """pass@k against k (log2) of base and trained model, one panel per split, the crossing marked."""
+    pairs = ev.pairs[:3]
+    if not pairs:
+        return None
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs), 3.2), squeeze=False)
+    for ax, p in zip(axes[0], pairs, strict=False):
+        ax.plot(p.ks, p.base_pass, "-", color=_BASE, label="base")
+        ax.plot(p.ks, p.trained_pass, "-", color=_TRAINED, label="trained")
+        if p.crossing_k is not None:
+            ax.axvline(p.crossing_k, color="#d62728", ls=":", lw=1, label=f"base overtakes (k={p.crossing_k})")
+        ax.set_xscale("log", base=2)
+        ax.set(title=f"{p.split} ({p.n_problems} problems)", xlabel="k (samples)", ylabel="pass@k")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return fig

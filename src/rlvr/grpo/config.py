@@ -139,6 +139,9 @@ TRAIN_PRESETS: dict[str, dict[str, object]] = {
         "objective_overrides": {"beta": 0.0, "aggregation": "token_mean"},
         "lr": 1e-4,
     },
+    # The demo's recipe with rejection-sampling fine-tuning in place of the policy gradient: the same
+    # prompts, samples, sampler and learning rate, so a run of the same steps draws the same samples.
+    "demo-rft": {"preset": "small", "objective": "rft", "lr": 1e-4},
     # Ablations for the audit's reward-separation check.
     "correctness-only": {"rewards": [{"name": "outcome"}]},
     "format-only": {"rewards": [{"name": "format_gsm8k"}]},

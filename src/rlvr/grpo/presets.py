@@ -16,7 +16,7 @@ from rlvr.config import StrictModel
 from rlvr.grpo.correction import CorrectionName
 from rlvr.grpo.objective import AdvantageScale, AggregationName, KLEstimator, PolicyLossName, RewardNormalization
 
-__all__ = ["ObjectiveConfig", "PRESETS", "PresetName", "resolve"]
+__all__ = ["Method", "ObjectiveConfig", "PRESETS", "PresetName", "resolve"]
 
 PresetName = Literal[
     "grpo",
@@ -31,7 +31,10 @@ PresetName = Literal[
     "intellect2",
     "high_entropy",
     "gdpo",
+    "rft",
 ]
+
+Method = Literal["policy_gradient", "rft"]
 
 
 class ObjectiveConfig(StrictModel):
@@ -54,6 +57,25 @@ class ObjectiveConfig(StrictModel):
     delta: float | None = Field(None, gt=1)
     top_entropy_quantile: float = Field(1.0, ge=0, le=1)
     reward_normalization: RewardNormalization = "sum_then_normalize"
+    # rejection-sampling fine-tuning (`rlvr.grpo.rft`): a supervised step on the accepted samples
+    method: Method = "policy_gradient"
+    rft_max_per_prompt: int | None = Field(None, ge=1)  # at most this many targets per prompt (None: all)
+    rft_dedup: bool = True  # identical accepted completions of a prompt are one target
+
+    @model_validator(mode="after")
+    def _rft(self) -> ObjectiveConfig:
+        """RFT takes no policy-gradient step: the settings that only shape one are refused with it, and
+        its own settings are refused without it (a config that says something must do it)."""
+        if self.method == "rft":
+            if self.beta > 0:
+                raise ValueError("beta: method 'rft' has no KL term; set beta: 0")
+            if self.dynamic_sampling:
+                raise ValueError("dynamic_sampling: does not apply to method 'rft' (it draws P x G samples a step)")
+            if self.top_entropy_quantile < 1.0:
+                raise ValueError("top_entropy_quantile: does not apply to method 'rft'")
+        elif self.rft_max_per_prompt is not None:
+            raise ValueError("rft_max_per_prompt: applies to method 'rft' only (objective: rft)")
+        return self
 
     @model_validator(mode="after")
     def _delta(self) -> ObjectiveConfig:
@@ -160,3 +182,7 @@ PRESETS: dict[str, ObjectiveConfig] = {
 PRESETS["gspo_token"] = PRESETS["gspo"].model_copy(update={"policy_loss": "gspo_token"})
 # Beyond the 80/20 Rule: DAPO with policy gradient on the top 20% highest-entropy tokens only.
 PRESETS["high_entropy"] = PRESETS["dapo"].model_copy(update={"top_entropy_quantile": 0.2})
+# Rejection-sampling fine-tuning (RFT: Yuan et al. 2023; STaR; ReST-EM; RAFT; arXiv 2504.11343's RAFT++
+# baseline): GRPO's prompts, group size, sampler and verifier; the verifier's accepted, finished samples
+# (deduplicated) are SFT targets, a token-mean NLL step on them. The information-matched baseline of GRPO.
+PRESETS["rft"] = ObjectiveConfig(method="rft", aggregation="token_mean", beta=0.0, rollout_correction="none")

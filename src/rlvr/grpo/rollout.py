@@ -321,6 +321,7 @@ def collect(
         "time/reward_s": t_rew,
         "train/zero_std_frac": zero_groups / max(1, sampled_groups),
         "train/sampling_rounds": float(rounds),
+        "train/samples_drawn": float(sampled_groups * g),  # every round's, dropped groups too
         **{f"reward/{name}/errors": float(count) for name, count in errors.items()},
     }
     return _assemble(kept[:p_need], tok, fmt, runner.names, advantage_fn, g, stats)

@@ -4,6 +4,8 @@ Per step: sample G completions for each of P prompts, score them with the config
 compute group advantages, then `num_iterations` clipped policy-gradient updates (plus `beta * KL` to
 a frozen reference when `beta > 0`). Every variant's math lives in `objective.py` and is resolved
 once in `__init__`; this file is plumbing: data order, micro-batching, metrics, checkpoints, resume.
+`objective: rft` (rejection-sampling fine-tuning, `rft.py`) samples and scores the same way and takes a
+supervised step on the accepted samples instead (`rft_update`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
 from rlvr.grpo.health import EntropyWatch
 from rlvr.grpo.rewarding import RewardRunner
+from rlvr.grpo.rft import nll_sum, rft_targets
 from rlvr.grpo.rollout import Rollout, collect, rollout_metrics, sample_rows
 from rlvr.interrupt import Interrupted, StopRequest
 from rlvr.models.batching import completion_logits, pack_groups
@@ -102,6 +105,7 @@ class GRPOTrainer:
         self.opt, self.sched = self._build_optimizer()
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.step, self.cursor = 0, 0
+        self.samples_drawn, self.train_s = 0, 0.0  # cumulative: what a compute-matched comparison reads
         if self.dist.main and not resume:
             n_ck = (cfg.steps // cfg.save_every if cfg.save_every else 0) + 1
             check_space(
@@ -178,6 +182,8 @@ class GRPOTrainer:
         # high-entropy token selection (Beyond the 80/20 Rule); None = every token
         self.token_quantile = o.top_entropy_quantile if o.top_entropy_quantile < 1.0 else None
         self.entropy_watch = EntropyWatch()  # warns once when the token entropy blows up (a collapse)
+        self._update = self.rft_update if o.method == "rft" else self.update
+        self._skip_said = False  # rft: the console was told that a step updated nothing
 
     def _build_rollout(self) -> None:
         """The rollout engine (`rollout.engine`) and, for an engine other than rlvr's own, the
@@ -363,9 +369,67 @@ class GRPOTrainer:
         if "loss" not in acc:  # no rank ran anything
             acc.update(loss=0.0, ratio_min=1.0, ratio_max=1.0, ratio_mean=1.0, clip_frac=0.0)
             acc.update(clip_frac_low=0.0, clip_frac_high=0.0)
-        lengths = torch.tensor([len(t) for t in ro.tokens], dtype=torch.float64)
-        ent = torch.tensor(ro.entropy, dtype=torch.float64)
-        acc["entropy"] = float((ent * lengths).sum() / lengths.sum().clamp(min=1))
+        acc["entropy"] = _rollout_entropy(ro)
+        return acc
+
+    def rft_update(self, ro: Rollout) -> dict[str, float]:
+        """Rejection-sampling fine-tuning's step on one rollout: the completions the task's verifier
+        accepts (`rft.rft_targets`: finished, deduplicated, at most `rft_max_per_prompt` a prompt) are
+        the targets of `num_iterations` optimiser steps on their token-mean negative log-likelihood
+        (raw logits, as `rlvr sft`: the model is fine-tuned, not the sampling distribution). A step with
+        no target changes no parameter (no optimiser step: AdamW's momentum would move them) and says so.
+        The rollout's `advantages` become each completion's weight in this loss (1 target, 0 not), what
+        `samples/train.jsonl` then records."""
+        o, g = self.ocfg, self.cfg.group_size
+        rows = rft_targets(
+            ro.correct, ro.truncated, ro.tokens, g, max_per_prompt=o.rft_max_per_prompt, dedup=o.rft_dedup
+        )
+        weight = torch.zeros(len(ro.tokens))
+        weight[rows] = 1.0
+        ro.advantages = weight
+        n_tok = sum(self._model_tokens(ro, i) for i in rows)  # the global token-mean denominator
+        acc: dict[str, float] = {
+            "rft/correct": float(sum(ro.correct)),
+            "rft/accepted": float(len(rows)),
+            "rft/prompts_accepted": float(len({i // g for i in rows})),
+            "rft/target_tokens": float(n_tok),
+            "rft/skipped_step": float(not rows),
+            "update_rows_frac": len(rows) / max(1, len(ro.tokens)),
+        }
+        if rows:
+            mine = self.dist.block(len(ro.tokens) // g)
+            mbs = self._micro_batches(ro, [i for i in rows if i // g in mine])
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            loss_sum = 0.0
+            for _ in range(self.cfg.num_iterations):
+                self.opt.zero_grad(set_to_none=True)
+                for _, b in mbs:
+                    with autocast(self.model, self.cfg.bf16):
+                        logits = completion_logits(self.model, b)
+                    loss = nll_sum(obj.token_logprobs(logits.float(), b.targets), b.mask) / max(1, n_tok)
+                    loss.backward()
+                    loss_sum += loss.item() / self.cfg.num_iterations
+                if not mbs:  # another rank holds every target: this one adds a zero gradient
+                    for p in params:
+                        p.grad = torch.zeros_like(p)
+                self.dist.sum_grads(params)
+                acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
+                self.opt.step()
+            acc["loss"] = sum(self.dist.gather(loss_sum)) if self.dist.world > 1 else loss_sum
+        else:
+            acc.update(loss=math.nan, grad_norm=0.0)
+            if self.dist.main and not self._skip_said:  # once a run: the progress line shows `skipped=1`
+                self._skip_said = True
+                warnings.warn(
+                    f"rft: the verifier accepted none of the step's {len(ro.tokens)} samples; nothing updated "
+                    "(rft/skipped_step counts such steps)",
+                    stacklevel=2,
+                )
+        with warnings.catch_warnings():  # the schedule follows the step count, whether or not it updated
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before")
+            self.sched.step()
+        acc["lr"] = self.sched.get_last_lr()[0]
+        acc["entropy"] = _rollout_entropy(ro)
         return acc
 
     def _loss(self, b, adv, old, ref, roll, norm, select=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -468,7 +532,7 @@ class GRPOTrainer:
             self.env,
         )
         t1 = time.perf_counter()
-        loss_stats = self.update(ro)
+        loss_stats = self._update(ro)
         self.step += 1
         self.sampler.sync(self.model, self.step)  # vLLM samples the next step from the new weights
         t2 = time.perf_counter()
@@ -476,8 +540,11 @@ class GRPOTrainer:
         if self.dist.main:
             self.run.append_samples("train", sample_rows(ro, self.step, g))
         gen_tokens = sum(len(t) for t in ro.tokens)
+        self.samples_drawn += int(ro.stats.get("train/samples_drawn", len(ro.tokens)))
+        self.train_s += t2 - t0
         row: dict[str, float] = {"step": self.step, **rollout_metrics(ro, g)}
-        row.update({f"train/{k}": v for k, v in loss_stats.items()})
+        row["train/samples_drawn_total"] = float(self.samples_drawn)
+        row.update({k if "/" in k else f"train/{k}": v for k, v in loss_stats.items()})  # rft/...: namespaced
         row.update(self.rollout_stats)
         if self.sampler.synced_step is not None:
             row["rollout/synced_step"] = float(self.sampler.synced_step)
@@ -488,6 +555,7 @@ class GRPOTrainer:
                 "time/update_s": t2 - t1,
                 "time/step_s": t2 - t0,
                 "time/tokens_per_s": gen_tokens / (t2 - t0),
+                "time/elapsed_s": self.train_s,
             }
         )
         if self.cfg.eval_every and self.step % self.cfg.eval_every == 0 and self.dist.main:
@@ -514,7 +582,9 @@ class GRPOTrainer:
             self._save_final()
         self.runner.close()
         self.sampler.close()
-        self.run.write_manifest(finished=True, wall_s=time.time() - self.run.started)
+        self.run.write_manifest(
+            finished=True, wall_s=time.time() - self.run.started, samples_drawn=self.samples_drawn, train_s=self.train_s
+        )
         self.run.close()
         if self.dist.main:
             write_model_card(self.run.path)
@@ -526,7 +596,11 @@ class GRPOTrainer:
         self.save_checkpoint()
         self.runner.close()
         self.sampler.close()
-        self.run.write_manifest(interrupted=Interruption(step=self.step, signal=signal.Signals(signum).name))
+        self.run.write_manifest(
+            interrupted=Interruption(step=self.step, signal=signal.Signals(signum).name),
+            samples_drawn=self.samples_drawn,
+            train_s=self.train_s,
+        )
         self.run.close()
         self.dist.close()
         where = f"step {self.step} of {self.cfg.steps} (checkpoint saved)"
@@ -560,6 +634,8 @@ class GRPOTrainer:
             "scheduler": self.sched.state_dict(),
             "sampling_rng": self.gen.get_state(),
             "torch_rng": torch.get_rng_state(),
+            "samples_drawn": self.samples_drawn,
+            "train_s": self.train_s,
         }
         torch.save(state, tmp / "trainer_state.pt")
         if ck.exists():  # a rerun of the same step after a resume
@@ -585,6 +661,8 @@ class GRPOTrainer:
         self.gen.set_state(state["sampling_rng"])
         torch.set_rng_state(state["torch_rng"])
         self.step, self.cursor = state["step"], state["cursor"]
+        self.samples_drawn = state.get("samples_drawn", self.step * self.cfg.prompts_per_step * self.cfg.group_size)
+        self.train_s = state.get("train_s", 0.0)  # a checkpoint written before these were kept
         if self.dist.main:
             self.run.truncate_logs(self.step)
 
@@ -596,6 +674,13 @@ class GRPOTrainer:
 
             base = load_model(self.model_path, dtype=self.cfg.dtype, device=self.device)
             self.model = PeftModel.from_pretrained(base, ck, is_trainable=True).train()
+
+
+def _rollout_entropy(ro: Rollout) -> float:
+    """Mean per-token entropy of the distribution the rollout's completions were sampled from."""
+    lengths = torch.tensor([len(t) for t in ro.tokens], dtype=torch.float64)
+    ent = torch.tensor(ro.entropy, dtype=torch.float64)
+    return float((ent * lengths).sum() / lengths.sum().clamp(min=1))
 
 
 def finished_checkpoints(run: str | Path) -> list[Path]:

@@ -141,6 +141,8 @@ class Manifest(Record):
     finished: bool = False
     interrupted: Interruption | None = None  # set when a signal stopped the run; cleared by --resume
     wall_s: float | None = None
+    samples_drawn: int | None = None  # train: completions sampled over the run (every sampling round)
+    train_s: float | None = None  # train: wall seconds in training steps over the run, resumes included
     steps_done: int | None = None  # sft: steps run (fewer than asked when a time budget ran out)
     failed: list[str] = []  # study: the jobs that failed
 

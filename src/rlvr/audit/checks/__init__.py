@@ -1,11 +1,12 @@
 """The readiness checks in the report's order (`CHECKS`) and `run_checks`. By what they check:
 `measurement` (matched compute, verifier, reward separation), `data` (contamination, private holdout),
-`behaviour` (training drift, human judgment); thresholds are module constants, docs/audit.md explains
-each check."""
+`behaviour` (training drift, human judgment), `boundary` (the reasoning boundary: pass@k at large k);
+thresholds are module constants, docs/audit.md explains each check."""
 
 from __future__ import annotations
 
 from rlvr.audit.checks.behaviour import check_drift, check_human
+from rlvr.audit.checks.boundary import check_boundary
 from rlvr.audit.checks.data import check_contamination, check_holdout
 from rlvr.audit.checks.measurement import check_matched_compute, check_reward_separation, check_verifier
 from rlvr.audit.context import AuditContext
@@ -14,6 +15,7 @@ from rlvr.audit.result import Check, CheckResult
 __all__ = [
     "CHECKS",
     "run_checks",
+    "check_boundary",
     "check_contamination",
     "check_drift",
     "check_holdout",
@@ -33,6 +35,7 @@ CHECKS: dict[str, Check] = {
         check_holdout,
         check_drift,
         check_human,
+        check_boundary,
     )
 }
 """The checks in the report's order; a new check is one line here."""
