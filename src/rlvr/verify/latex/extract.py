@@ -74,6 +74,17 @@ def _boxes(text: str) -> list[str] | None:
     return out
 
 
+def _closing(text: str, close: str, start: int) -> int | None:
+    """Index of the first `close` at or after `start` that is not escaped (`\\$` is a dollar sign)."""
+    while True:
+        end = text.find(close, start)
+        if end < 0:
+            return None
+        if close != "$" or end == 0 or text[end - 1] != "\\":
+            return end
+        start = end + 1
+
+
 def _marked(text: str) -> str | None:
     """The expression after the last answer marker: its math block, else the rest of its sentence."""
     last = None
@@ -84,10 +95,8 @@ def _marked(text: str) -> str | None:
     rest = text[last.end() : last.end() + 2000].lstrip(" *")
     for open_, close in _MATH_OPEN:
         if rest.startswith(open_):
-            end = rest.find(close, len(open_))
-            if end < 0:
-                return None
-            return rest[len(open_) : end]
+            end = _closing(rest, close, len(open_))
+            return rest[len(open_) : end] if end is not None else None
     m = _SENTENCE_END.search(rest)
     region = rest[: m.start()] if m else rest
     return region.strip().strip("*").strip() or None

@@ -36,7 +36,7 @@ class ParseError(ValueError):
 
 # -- canonicalise -------------------------------------------------------------------------------------------------
 
-_SEP = r"(?:,\\!\s*|\{,\}|\\,\s*|\\!\s*|,(?=\d{3}(?!\d)))"
+_SEP = r"(?:,\\!\s*|\{,\}|\\,\s*|\\!\s*|\\ |~| (?=\d{3}(?!\d))|,(?=\d{3}(?!\d)))"
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:" + _SEP + r"\d{3}(?!\d))+(?!\.\d*,)")
 _UNIT_WORDS = (
     "units?|square units|sq units|cm|centimeters?|m|meters?|km|kilometers?|mm|inch(?:es)?|in|feet|foot|ft|yards?"
@@ -479,13 +479,22 @@ class _Parser:
             if self.at("sym", "^"):
                 self.take()
                 power = self.arg(whole_number=True)
-            if self.at("sym", "("):
-                arg = self.atom()
-            else:
-                arg = self.term()
+            arg = self.atom() if self.at("sym", "(") else self.func_arg()
             node: Node = ("func", name, arg)
             return ("pow", node, power) if power is not None else node
         raise ParseError(f"unsupported command \\{name}")
+
+    def func_arg(self) -> Node:
+        """`\\sin 2x` is sin(2x): implicit products only, up to `*`, `/`, a sign or another function."""
+        factors = [self.power()]
+        while True:
+            k, v = self.peek()
+            if (k in ("num", "var") or (k == "cmd" and v not in _FUNCS and v not in _NO_IMPLICIT)) and not (
+                k == "num" and factors[-1][0] == "num"
+            ):
+                factors.append(self.power())
+            else:
+                return factors[0] if len(factors) == 1 else ("mul", tuple(factors))
 
     def matrix(self, env: str) -> Node:
         if env not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "smallmatrix", "array"):
@@ -548,6 +557,7 @@ def _text_node(content: str) -> Node:
     return ("text", words)
 
 
+_CALL_LHS = re.compile(r"^\s*[a-zA-Z]\s*\(\s*[a-zA-Z]\s*\)\s*=(?!=)")  # `f(x) = ...`: the value is the right side
 _ANSWER_CHOICE = re.compile(r"\(?\s*([A-E])\s*\)?(?:\s*[:.]?)?")
 _PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z '\-]*[A-Za-z]")
 
@@ -565,6 +575,7 @@ def parse_answer(text: str) -> Node:
     s = canonical(text)
     if not s:
         raise ParseError("empty answer")
+    s = _CALL_LHS.sub("", s, count=1) or s
     bare = s.replace("{", "").replace("}", "").strip()
     m = _ANSWER_CHOICE.fullmatch(bare)
     if m:

@@ -100,6 +100,8 @@ def _unwrap(node: Node, m: Mode) -> tuple[str | None, Node]:
         return sides[0][1], sides[1]
     if not all(o == "=" for o in ops):
         return None, node
+    if sides[0][0] == "tuple" and all(_is_var(v) for v in sides[0][1]) and len(sides) == 2:
+        return "(" + ",".join(v[1] for v in sides[0][1]) + ")", sides[1]  # (r, theta) = (3, pi/2)
     var = sides[0][1] if _is_var(sides[0]) and len(sides) >= 2 else None
     values = sides[1:] if var else sides
     if all(not free_vars(s) for s in values) and len(values) >= 2:
@@ -144,6 +146,8 @@ def _has_pm(node: Node) -> bool:
 
 def _equation(node: Node) -> Node | None:
     """lhs - rhs for an equation `lhs = rhs` that holds variables."""
+    if node[0] == "rel" and node[1] == ("=",) and node[2][0][0] == "tuple":
+        return None
     if node[0] == "rel" and node[1] == ("=",) and (free_vars(node[2][0]) or free_vars(node[2][1])):
         return ("add", (node[2][0], ("neg", node[2][1])))
     return None
@@ -168,7 +172,8 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
     """Whether answer `a` equals gold `g` (both parsed), and why not."""
     if g[0] == "choice" or a[0] == "choice":
         letter = a[1] if a[0] == "choice" else a[1].upper() if a[0] == "var" and len(a[1]) == 1 else None
-        return (a[0] == g[0] == "choice" and letter == g[1], "correct" if letter == g[1] else "wrong choice")
+        ok = g[0] == "choice" and letter == g[1]
+        return ok, "correct" if ok else "wrong choice"
     if g[0] == "text" or a[0] == "text":
         ok = a[0] == g[0] == "text" and a[1].replace(" ", "") == g[1].replace(" ", "")
         return ok, "correct" if ok else "wrong text"
