@@ -47,6 +47,9 @@ def _brace_matches(text: str) -> dict[int, int]:
     return out
 
 
+_OR_AFTER = re.compile(r"[\s.,;:!?()\]}$*]{0,8}(?i:or|and/or)\s+(?i:(?:maybe|perhaps|possibly)\s+)?[\\$\d(\-]")
+
+
 def _boxes(text: str) -> list[str] | None:
     """The contents of the boxes in order (a box holding boxes counts as the boxes it holds); None when
     there are more than `MAX_BOXES` (box spam)."""
@@ -71,6 +74,8 @@ def _boxes(text: str) -> list[str] | None:
         if k + 1 < len(found) and start <= found[k + 1][0] < end:
             continue  # it holds another box: the inner one counts
         out.append(text[start:end])
+    if found and _OR_AFTER.match(text, found[-1][2] + 1):
+        return out + ["\\lor"]  # `\\boxed{18} or 19`: a hedge after the last box
     return out
 
 
@@ -125,6 +130,8 @@ def final_answers(completion: str) -> tuple[list[str], str]:
     boxes = _boxes(text) if "\\" in text else []
     if boxes is None:
         return [], "too many boxes"
+    if boxes and boxes[-1] == "\\lor":
+        return [], "hedged answer"
     if boxes:
         return boxes, "boxed"
     tag = None

@@ -46,6 +46,12 @@ _UNIT_WORDS = (
 _UNIT_TEXT = re.compile(
     r"\s*\\(?:text|mbox|mathrm|textrm|textnormal)\s*\{\s*(?:" + _UNIT_WORDS + r")\s*\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$"
 )
+_NOT_A_UNIT = frozenset(
+    "or and not no maybe perhaps possibly either wrong incorrect false true approximately about roughly nearly"
+    " almost around unknown undefined none impossible".split()
+)
+_TEXT_TAIL = re.compile(r"\s*\\text\s*\{\s*([A-Za-z][A-Za-z .'\-]*)\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$")
+_ANSWERISH = re.compile(r"[\d}]\s*$|\\pi\s*$")
 _UNIT_BARE = re.compile(r"(?<=[\d}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
 _DROP = re.compile(
     r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|textstyle|scriptstyle"
@@ -104,6 +110,13 @@ def canonical(text: str) -> str:
     s = _OR_WORD.sub(lambda m: " \\lor ", s)
     for _ in range(2):
         s2 = _UNIT_TEXT.sub("", s)
+        tail = _TEXT_TAIL.search(s2)
+        if (
+            tail
+            and not _NOT_A_UNIT & set(tail[1].lower().replace(".", " ").split())
+            and _ANSWERISH.search(s2[: tail.start()])
+        ):
+            s2 = s2[: tail.start()]  # `5 \\text{ apples}`: a trailing word after a value is a unit
         s2 = _UNIT_BARE.sub("", s2) if s2.strip() and not re.fullmatch(r"\s*[A-Za-z]+\s*", s2) else s2
         if not s2.strip() or s2 == s:
             break
