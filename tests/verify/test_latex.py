@@ -54,6 +54,16 @@ def test_every_math500_gold_round_trips():
     assert not failed
 
 
+def test_every_math500_solution_verifies_against_its_gold():
+    """Real worked solutions (alignment phantoms, several displays, boxes mid-sentence) read right."""
+    path = next((p for p in MATH500 if p.exists()), None)
+    if path is None:
+        pytest.skip("MATH-500 test.jsonl not found")
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    failed = [r["answer"] for r in rows if not _verdict(r["solution"], r["answer"]).correct]
+    assert not failed
+
+
 @pytest.mark.parametrize(
     ("completion", "gold", "reason"),
     [

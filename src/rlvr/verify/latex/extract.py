@@ -12,13 +12,17 @@ __all__ = ["MAX_COMPLETION", "final_answers"]
 MAX_COMPLETION = 200_000  # characters; beyond this the completion is not read
 MAX_BOXES = 32
 
-_HIDDEN = re.compile(
-    r"\\(?:[hv]?phantom|def|gdef|edef|xdef|let|newcommand|renewcommand|providecommand|DeclareMathOperator"
-    r"|newenvironment|renewenvironment|catcode|csname|expandafter|futurelet|llap|rlap|mathllap|mathrlap|clap"
-    r"|mathclap|smash|scalebox|resizebox|raisebox|require|tiny|scriptsize|includegraphics)(?![a-zA-Z])"
+# Macros and white ink anywhere after </think> build or hide an answer; the overlap and invisible-box commands
+# (legitimate in a worked solution's alignment) count from the first box (or the final marker) on.
+_BUILT = re.compile(
+    r"\\(?:def|gdef|edef|xdef|let|newcommand|renewcommand|providecommand|DeclareMathOperator|newenvironment"
+    r"|renewenvironment|catcode|csname|expandafter|futurelet|require)(?![a-zA-Z])"
     r"|\\(?:color|textcolor|mathcolor|colorbox|pagecolor)\s*(?:\[[^\]]*\])?\s*\{\s*(?:white|#?fff(?:fff)?|transparent"
     r"|bg|background)\b"
-    r"|\\hspace\s*\*?\s*\{\s*-|\\kern\s*-|\\mkern\s*-|\\mspace\s*\{\s*-|\\!\\!\\!\\!"
+)
+_HIDE = re.compile(
+    r"\\(?:[hv]?phantom|llap|rlap|mathllap|mathrlap|clap|mathclap|smash|scalebox|resizebox|raisebox|tiny|scriptsize"
+    r"|includegraphics)(?![a-zA-Z])|\\hspace\s*\*?\s*\{\s*-|\\kern\s*-|\\mkern\s*-|\\mspace\s*\{\s*-|\\!\\!\\!\\!"
 )
 _BOX = re.compile(r"\\(?:boxed|fbox|framebox)(?![a-zA-Z])\s*")
 _MARKER = re.compile(
@@ -125,9 +129,12 @@ def final_answers(completion: str) -> tuple[list[str], str]:
         text = text[cut + len("</think>") :]
     elif "<think>" in text:
         return [], "unfinished thinking"
-    if _HIDDEN.search(text):
+    if _BUILT.search(text):
         return [], "hidden or macro-built answer"
-    boxes = _boxes(text) if "\\" in text else []
+    first = _BOX.search(text) if "\\" in text else None
+    if first is not None and _HIDE.search(text, first.start()):
+        return [], "hidden or macro-built answer"
+    boxes = _boxes(text) if first is not None else []
     if boxes is None:
         return [], "too many boxes"
     if boxes and boxes[-1] == "\\lor":
@@ -139,8 +146,12 @@ def final_answers(completion: str) -> tuple[list[str], str]:
         pass
     if tag is not None:
         inner = tag[1].strip()
+        if _HIDE.search(inner):
+            return [], "hidden or macro-built answer"
         return ([_marked(inner) or inner.strip("$ ")] if inner else []), "answer tag"
     marked = _marked(text)
     if marked:
+        if _HIDE.search(marked):
+            return [], "hidden or macro-built answer"
         return [marked], "marked"
     return [], "no final answer"

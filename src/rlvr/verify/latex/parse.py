@@ -36,8 +36,8 @@ class ParseError(ValueError):
 
 # -- canonicalise -------------------------------------------------------------------------------------------------
 
-_SEP = r"(?:,\\!\s*|\{,\}|\\,\s*|\\!\s*|\\ |~| (?=\d{3}(?!\d))|,(?=\d{3}(?!\d)))"
-_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:" + _SEP + r"\d{3}(?!\d))+(?!\.\d*,)")
+_SEP = r"(?:,\\!\s*|\{,\}|\\,\s*|\\!\s*|\\ |~| (?=[0-9]{3}(?![0-9]))|,(?=[0-9]{3}(?![0-9])))"
+_THOUSANDS = re.compile(r"(?<![0-9.])[0-9]{1,3}(?:" + _SEP + r"[0-9]{3}(?![0-9]))+(?!\.[0-9]*,)")
 _UNIT_WORDS = (
     "units?|square units|sq units|cm|centimeters?|m|meters?|km|kilometers?|mm|inch(?:es)?|in|feet|foot|ft|yards?"
     "|miles?|mph|seconds?|sec|s|minutes?|min|hours?|hrs?|days?|weeks?|months?|years?|degrees?|deg|cents?|dollars?"
@@ -51,8 +51,8 @@ _NOT_A_UNIT = frozenset(
     " almost around unknown undefined none impossible".split()
 )
 _TEXT_TAIL = re.compile(r"\s*\\text\s*\{\s*([A-Za-z][A-Za-z .'\-]*)\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$")
-_ANSWERISH = re.compile(r"[\d}]\s*$|\\pi\s*$")
-_UNIT_BARE = re.compile(r"(?<=[\d}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
+_ANSWERISH = re.compile(r"[0-9}]\s*$|\\pi\s*$")
+_UNIT_BARE = re.compile(r"(?<=[0-9}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
 _DROP = re.compile(
     r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|textstyle|scriptstyle"
     r"|limits|nolimits|mathstrut|strut)(?![a-zA-Z])"
@@ -65,7 +65,7 @@ _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _WRAP = re.compile(
     r"\\(?:mathrm|mathbf|mathit|mathsf|boldsymbol|bm|operatorname\*?|textbf|textit|textrm|mathnormal)\s*\{"
 )
-_OR_WORD = re.compile(r"\\text\s*\{\s*(or|and)\s*\}|(?<=[\s}$\d])(or|and)(?=[\s\\$\d(-])")
+_OR_WORD = re.compile(r"\\text\s*\{\s*(or|and)\s*\}|(?<=[\s}$0-9])(or|and)(?=[\s\\$0-9(-])")
 _UNICODE = str.maketrans({"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "≤": "<=", "≥": ">=", "≠": "!="})
 _UNICODE_CMD = {"π": "\\pi ", "∞": "\\infty ", "√": "\\sqrt ", "∪": "\\cup ", "∈": "\\in "}
 
@@ -128,7 +128,7 @@ def canonical(text: str) -> str:
 # -- tokenize -----------------------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<cmd>\\[a-zA-Z]+|\\[{}|])|(?P<rel><=|>=|!=|[<>=])"
+    r"\s*(?:(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)|(?P<cmd>\\[a-zA-Z]+|\\[{}|])|(?P<rel><=|>=|!=|[<>=])"
     r"|(?P<sym>\\\\|[-+*/^_(){}\[\],;|!&'])|(?P<var>[a-zA-Z]))"
 )
 _TEXT_CMDS = frozenset({"text", "textup", "textsf", "texttt", "emph"})
@@ -559,7 +559,7 @@ _CHOICE = re.compile(r"\(?\s*([A-E])\s*\)?")
 def _text_node(content: str) -> Node:
     """A `\\text{}` token as a node: a number, a choice letter, or words."""
     inner = content.strip()
-    if re.fullmatch(r"\d+(?:\.\d*)?", inner):
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", inner):
         return ("num", _number(inner))
     m = _CHOICE.fullmatch(inner)
     if m:
