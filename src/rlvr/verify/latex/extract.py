@@ -51,7 +51,9 @@ def _brace_matches(text: str) -> dict[int, int]:
     return out
 
 
-_OR_AFTER = re.compile(r"[\s.,;:!?()\]}$*]{0,8}(?i:or|and/or)\s+(?i:(?:maybe|perhaps|possibly)\s+)?[\\$\d(\-]")
+_OR_AFTER = re.compile(
+    r"[\s.,;:!?()\]}$*]{0,8}(?i:or|and/or)\s+(?i:(?:maybe|perhaps|possibly)\s+)?(?:[\\$\d(\-]|[A-E](?![a-z]))"
+)
 
 
 def _boxes(text: str) -> list[str] | None:
