@@ -51,6 +51,7 @@ _NOT_A_UNIT = frozenset(
     " almost around unknown undefined none impossible".split()
 )
 _TEXT_TAIL = re.compile(r"\s*\\text\s*\{\s*([A-Za-z][A-Za-z .'\-]*)\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$")
+_WORDS_TAIL = re.compile(r"(?<=[0-9}])\s+((?:[A-Za-z]{3,}\.?\s*)+)$")
 _ANSWERISH = re.compile(r"[0-9}]\s*$|\\pi\s*$")
 _UNIT_BARE = re.compile(r"(?<=[0-9}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
 _DROP = re.compile(
@@ -118,6 +119,9 @@ def canonical(text: str) -> str:
         ):
             s2 = s2[: tail.start()]  # `5 \\text{ apples}`: a trailing word after a value is a unit
         s2 = _UNIT_BARE.sub("", s2) if s2.strip() and not re.fullmatch(r"\s*[A-Za-z]+\s*", s2) else s2
+        plain = _WORDS_TAIL.search(s2)
+        if plain and not _NOT_A_UNIT & set(plain[1].lower().replace(".", " ").split()):
+            s2 = s2[: plain.start()]  # `120 cubic units`, `28 percent`: plain words after a value
         if not s2.strip() or s2 == s:
             break
         s = s2
