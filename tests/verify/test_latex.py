@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -159,6 +160,32 @@ def test_pathological_inputs_are_bounded_in_a_process_pool():
     with ProcessPoolExecutor(max_workers=1) as pool:
         times = list(pool.map(_timed, PATHOLOGICAL, timeout=60))
     assert max(times) < FAST_LIMIT_S
+
+
+_FRAGMENTS = (
+    r"\frac \sqrt { } ( ) [ ] \{ \} 1 23 .5 x i e \pi \infty + - * / ^ _ , ; = < \le \in \cup \pm \text{cm} \text{ or }"
+    r" \begin{pmatrix} \end{pmatrix} & \\ \left( \right) \sin | ! ' \circ \% \$ \boxed{ \, \! A (C) \text{ \dfrac"
+    r" \sqrt[3] 10^{ ^{- \cdot \mathrm{ \emptyset or \ldots $ </think> \phantom{ \color{white} 5_8 _{10}"
+).split()
+
+
+def test_random_latex_never_raises_and_stays_fast():
+    """Fuzz: any string gives a verdict (or SlowPath) within the fast path's bound."""
+    rng = random.Random(0)
+    worst = 0.0
+    for _ in range(3000):
+        text = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 25)))
+        completion = rng.choice(["\\boxed{%s}", "The answer is $%s$.", "%s"]) % text
+        gold = rng.choice(["3", "\\frac{14}{3}", "(3,4]", "x^3+3x-6", text])
+        start = time.perf_counter()
+        try:
+            verdict = verify_math(completion, gold)
+            assert verdict.status in ("correct", "wrong", "unparseable_gold", "unparseable_answer")
+        except SlowPath:
+            pass
+        extract_math_answer(completion)
+        worst = max(worst, time.perf_counter() - start)
+    assert worst < FAST_LIMIT_S
 
 
 def _scores(accept) -> dict[str, float]:

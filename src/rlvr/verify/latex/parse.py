@@ -60,6 +60,7 @@ _DROP = re.compile(
     r"|(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~|\\(?:hfill|allowbreak|nonumber)(?![a-zA-Z])"
 )
 _DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|\^\s*\{\s*\}")
+_INF_WORD = re.compile(r"(?<![A-Za-z\\])(?:infinity|inf|oo)(?![A-Za-z])")
 _PERCENT = re.compile(r"\\%|%")
 _DOLLAR = re.compile(r"\\\$|\$|\\textdollar|\\dollar")
 _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
@@ -102,6 +103,7 @@ def canonical(text: str) -> str:
         if k in s:
             s = s.replace(k, v)
     s = s.replace("\\mbox", "\\text").replace("\\textnormal", "\\text").replace("\\hbox", "\\text")
+    s = _INF_WORD.sub("\\\\infty ", s)
     s = _DEGREE.sub("", s)
     s = _PERCENT.sub("", s)
     s = _DOLLAR.sub("", s)
@@ -409,6 +411,8 @@ class _Parser:
             if whole_number or len(v) == 1:
                 self.take()
                 return ("num", _number(v))
+            if not v[0].isdigit():
+                raise ParseError(f"bad argument {v!r}")
             self.t[self.i] = ("num", v[1:])  # TeX reads one character
             return ("num", Fraction(int(v[0])))
         if k == "var":

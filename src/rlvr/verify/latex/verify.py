@@ -299,7 +299,7 @@ def _parse_or_none(text: str) -> tuple[Node | None, str]:
         return None, "answer too long"
     try:
         return _parse(text), "ok"
-    except (ParseError, RecursionError) as e:
+    except (ParseError, RecursionError, ValueError, ArithmeticError) as e:
         return None, f"unparseable answer ({e})"
 
 
