@@ -423,6 +423,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         "tuple",
         [
             (box("(15,-29)"), T(15, -29), E, ""),
+            ("So $x = \\boxed{15}$ and $y = \\boxed{-29}$.", T(15, -29), E, "one box per coordinate, in order"),
+            ("So $x = \\boxed{-29}$ and $y = \\boxed{15}$.", T(-29, 15), D, "one box per coordinate, swapped"),
             (box("(-29,15)"), T(-29, 15), D, "order"),
             (box("(15,29)"), T(15, 29), D, ""),
         ],
@@ -729,6 +731,27 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         ],
     )
     # relations: x = value, other variables, equations
+    c.add(
+        "(2,\\infty)",
+        Iv.open(2, oo),
+        "interval",
+        [
+            (box("(2, \\text{infinity})"), Iv.open(2, oo), E, "infinity as a word"),
+            ("**Final Answer**\n$(2,\\infty)$", Iv.open(2, oo), E, "a Final Answer heading"),
+            ("The answer is: $x > 2$.", Iv.open(2, oo), E, "a marker, no box"),
+        ],
+    )
+    c.add(
+        "120",
+        S(120),
+        "units",
+        [
+            ("The answer is 120 cubic units.", S(120), E, "policy: plain unit words after a value"),
+            (box("120 \\text{ square feet}"), S(120), E, "policy: a trailing \\text{} unit"),
+            (box("120 \\text{ or } 121"), None, H, "a hedge in a text join"),
+            (box("120 \\text{ (approximately)}"), None, H, "policy: approximately is not a unit"),
+        ],
+    )
     c.add(
         "x=5",
         S(5),

@@ -26,7 +26,8 @@ _HIDE = re.compile(
 )
 _BOX = re.compile(r"\\(?:boxed|fbox|framebox)(?![a-zA-Z])\s*")
 _MARKER = re.compile(
-    r"(?i)(?:final\s+answer|the\s+answer|answer)(?:\s+is|\s+are|\s*[:=])(?:\s*(?:\*\*|:|=))*\s*|\banswer\s*(?:\*\*)?:\s*(?:\*\*)?"
+    r"(?i)(?:final\s+answer|the\s+answer|answer)(?:\s+is|\s+are|\s*[:=])(?:\s*(?:\*\*|:|=))*\s*"
+    r"|\banswer\s*(?:\*\*)?:\s*(?:\*\*)?|(?i:final\s+answer)(?:\*\*|#)*[ \t]*\n\s*"
 )
 _ANSWER_TAG = re.compile(r"(?is)<answer>(.*?)</answer>")
 _MATH_OPEN = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))

@@ -60,7 +60,9 @@ _DROP = re.compile(
     r"|(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~|\\(?:hfill|allowbreak|nonumber)(?![a-zA-Z])"
 )
 _DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|\^\s*\{\s*\}")
-_INF_WORD = re.compile(r"(?<![A-Za-z\\])(?:infinity|inf|oo)(?![A-Za-z])")
+_INF_WORD = re.compile(
+    r"\\(?:text|mathrm)\s*\{\s*(?:infinity|inf|\\infty)\s*\}|(?<![A-Za-z\\])(?:infinity|inf|oo)(?![A-Za-z])"
+)
 _PERCENT = re.compile(r"\\%|%")
 _DOLLAR = re.compile(r"\\\$|\$|\\textdollar|\\dollar")
 _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")

@@ -376,7 +376,7 @@ def verify_math(completion: str, gold: str, *, allow_slow: bool = False) -> Verd
     parsed = re.sub(r"\s+", " ", texts[-1].strip())
     try:
         if len(nodes) > 1 and not _agree(nodes, m):
-            if _items(gnode) is None:
+            if _items(gnode) is None and gnode[0] != "tuple":  # a set, list or tuple gold: the boxes are its parts
                 return Verdict(False, parsed, "conflicting answers")
             nodes = [("list", tuple(nodes))]
         ok, why = _equal(nodes[-1], gnode, m)
