@@ -169,7 +169,29 @@ def _proportional(a: Node, g: Node, m: Mode) -> bool:
 
 
 def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
-    """Whether answer `a` equals gold `g` (both parsed), and why not."""
+    """Whether answer `a` equals gold `g` (both parsed), and why not: labels first (choice, text, base),
+    then equations, then what a relation names, then structures, then scalars."""
+    labelled = _equal_labels(a, g)
+    if labelled is not None:
+        return labelled
+    if a[0] == "base":
+        return _equal(("num", Fraction(int(a[1], a[2]))), g, m) if a[2] == 10 else (False, "base subscript")
+    ea, eg = _equation(a), _equation(g)
+    if eg is not None and not (_is_var(g[2][0]) and ea is None):
+        return _equal_equations(a, g, ea, eg, m)
+    gvar, g = _unwrap(g, m)
+    avar, a = _unwrap(a, m)
+    if gvar and avar and gvar != avar:
+        return False, f"value of {avar}, not {gvar}"
+    if a[0] == "rel" and _interval_of(a) is None:
+        return False, "a relation, not a value"
+    if g[0] == "rel" and _interval_of(g) is None:
+        raise ParseError("gold relation not supported")
+    return _equal_structures(a, g, m)
+
+
+def _equal_labels(a: Node, g: Node) -> tuple[bool, str] | None:
+    """Choice letters, text answers and base-b numerals compare as labels (None: neither side is one)."""
     if g[0] == "choice" or a[0] == "choice":
         letter = a[1] if a[0] == "choice" else a[1].upper() if a[0] == "var" and len(a[1]) == 1 else None
         ok = g[0] == "choice" and letter == g[1]
@@ -183,28 +205,23 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
         else:
             ok = a[0] == "num" and a[1].denominator == 1 and str(a[1]) == g[1]
         return ok, "correct" if ok else "wrong digits"
-    if a[0] == "base":
-        return _equal(("num", Fraction(int(a[1], a[2]))), g, m) if a[2] == 10 else (False, "base subscript")
-    # equations in variables: the same equation, up to a constant factor
-    ea, eg = _equation(a), _equation(g)
-    if eg is not None and not (_is_var(g[2][0]) and ea is None):
-        if ea is None:
-            return False, "not an equation"
-        if _is_var(g[2][0]) and _is_var(a[2][0]) and g[2][0] == a[2][0]:
-            return _equal(a[2][1], g[2][1], m)
-        if _is_var(g[2][0]) and _is_var(a[2][0]) and not free_vars(g[2][1]):
-            return False, f"value of {a[2][0][1]}, not {g[2][0][1]}"
-        ok = _proportional(ea, eg, m)
-        return ok, "correct" if ok else "different equation"
-    gvar, g = _unwrap(g, m)
-    avar, a = _unwrap(a, m)
-    if gvar and avar and gvar != avar:
-        return False, f"value of {avar}, not {gvar}"
-    if a[0] == "rel" and _interval_of(a) is None:
-        return False, "a relation, not a value"
-    if g[0] == "rel" and _interval_of(g) is None:
-        raise ParseError("gold relation not supported")
-    # intervals, unions, inequalities
+    return None
+
+
+def _equal_equations(a: Node, g: Node, ea: Node | None, eg: Node, m: Mode) -> tuple[bool, str]:
+    """A gold equation in variables: the same variable's value, or the same equation up to a factor."""
+    if ea is None:
+        return False, "not an equation"
+    if _is_var(g[2][0]) and _is_var(a[2][0]) and g[2][0] == a[2][0]:
+        return _equal(a[2][1], g[2][1], m)
+    if _is_var(g[2][0]) and _is_var(a[2][0]) and not free_vars(g[2][1]):
+        return False, f"value of {a[2][0][1]}, not {g[2][0][1]}"
+    ok = _proportional(ea, eg, m)
+    return ok, "correct" if ok else "different equation"
+
+
+def _equal_structures(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
+    """Intervals (and the inequalities naming them), sets and lists, tuples and matrices, else scalars."""
     gi = _interval_of(g) if g[0] != "tuple" or any(x in (_INF, _NEG_INF) for x in g[1]) else None
     ai = _interval_of(a) if a[0] != "tuple" or gi is not None else None
     if gi is not None or (ai is not None and a[0] != "tuple" and g[0] == "tuple"):
@@ -212,16 +229,13 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
         if ai is None or gi is None:
             return False, "not an interval"
         return _intervals_equal(ai, gi, m)
-    # collections
     gl, al = _items(g), _items(a)
     if gl is not None:
         if g[0] == "set" and a[0] == "tuple":
             return False, "an ordered tuple, not a set"
         if a[0] == "tuple" and g[0] == "list":
             return False, "an ordered tuple, not a list of answers"
-        if al is None:
-            al = [a]
-        return _unordered(al, gl, m)
+        return _unordered(al if al is not None else [a], gl, m)
     if al is not None and len(al) > 1:
         if g[0] in ("tuple", "matrix") and a[0] == "list":
             return _ordered(list(a[1]), _entries(g), m)
@@ -231,8 +245,6 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
             return False, "not a tuple"
         if g[0] == "matrix" and a[0] == "matrix" and len(g[1]) != len(a[1]):
             return False, "different shape"
-        if a[0] == "set":
-            return False, "a set, not a tuple"
         return _ordered(_entries(a), _entries(g), m)
     if a[0] in ("tuple", "matrix", "set", "list", "interval", "union"):
         return False, f"a {a[0]}, not a value"
