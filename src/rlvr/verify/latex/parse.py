@@ -74,6 +74,17 @@ _UNICODE = str.maketrans({"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/
 _UNICODE_CMD = {"π": "\\pi ", "∞": "\\infty ", "√": "\\sqrt ", "∪": "\\cup ", "∈": "\\in "}
 
 
+_REPEATING = re.compile(r"(?<![0-9])([0-9]*)\.([0-9]*)\\overline\s*\{\s*([0-9]{1,20})\s*\}")
+_SCIENTIFIC = re.compile(r"(?<![A-Za-z0-9.])([0-9]+\.[0-9]+|[0-9]+(?=[eE][+-]))[eE]([+-]?[0-9]{1,4})(?![A-Za-z0-9])")
+
+
+def _repeating(m: re.Match[str]) -> str:
+    """`0.1\\overline{6}` -> `\\frac{1}{6}` (exact)."""
+    whole, fixed, rep = m[1] or "0", m[2], m[3]
+    value = Fraction(int(whole + fixed), 10 ** len(fixed)) + Fraction(int(rep), (10 ** len(rep) - 1) * 10 ** len(fixed))
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
 def _join_thousands(m: re.Match[str]) -> str:
     """`32,\\!348` -> 32348; a plain `12,102` inside brackets is a pair, not a number."""
     s = m.string
@@ -110,6 +121,8 @@ def canonical(text: str) -> str:
     s = _PERCENT.sub("", s)
     s = _DOLLAR.sub("", s)
     s = _THOUSANDS.sub(_join_thousands, s)
+    s = _REPEATING.sub(_repeating, s)
+    s = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", s)
     s = _DROP.sub(" ", s)
     s = _FRAC.sub("\\\\frac", s)
     s = _OR_WORD.sub(lambda m: " \\lor ", s)
