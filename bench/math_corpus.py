@@ -721,6 +721,29 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         rows = [(box(f), S(v), E, "policy: units, degrees, currency and separators are layout") for f in forms]
         rows.append((box(wrong), wv, D, ""))
         c.add(g, S(v), "units", rows)
+    third = sp.Rational(1, 3)
+    c.add(
+        "\\frac{1}{3}",
+        third,
+        "decimal",
+        [
+            (box("0.\\overline{3}"), third, E, "a repeating decimal is exact"),
+            (box("0.\\overline{33}"), third, E, ""),
+            (box("0.333"), sp.Rational("0.333"), D, "policy: a rounded decimal is not the fraction"),
+            (box("0.\\overline{3}4"), sp.Rational(1, 3) * 4, D, "a repeating decimal times 4"),
+        ],
+    )
+    tiny = sp.Rational(672, 10**7)
+    c.add(
+        ".0000672",
+        tiny,
+        "decimal",
+        [
+            (box("6.72e-5"), tiny, E, "e-notation"),
+            (box("6.72 \\times 10^{-5}"), tiny, E, "scientific notation"),
+            (box("6.72e-6"), tiny / 10, D, ""),
+        ],
+    )
     c.add(
         "25",
         S(25),
