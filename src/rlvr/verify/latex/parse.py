@@ -291,12 +291,16 @@ class _Parser:
     def items(self, closers: tuple[str, ...]) -> list[Node]:
         """Comma-, semicolon- or `or`-separated items up to (not including) a closer."""
         out = [self.relation()]
-        while self.at("sym", ",") or self.at("sym", ";") or self.at("cmd", "lor"):
-            self.take()
+        while self._at_separator():
+            while self._at_separator():  # `3, 5, and 7`: one separator
+                self.take()
             if self.peek()[1] in closers or self.peek()[0] in closers:
                 break  # a trailing comma
             out.append(self.relation())
         return out
+
+    def _at_separator(self) -> bool:
+        return self.at("sym", ",") or self.at("sym", ";") or self.at("cmd", "lor")
 
     def relation(self) -> Node:
         sides = [self.union()]
