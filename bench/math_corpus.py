@@ -762,6 +762,7 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
             (box("(2, \\text{infinity})"), Iv.open(2, oo), E, "infinity as a word"),
             ("**Final Answer**\n$(2,\\infty)$", Iv.open(2, oo), E, "a Final Answer heading"),
             ("The answer is: $x > 2$.", Iv.open(2, oo), E, "a marker, no box"),
+            ("The answer is therefore $(2, \\infty)$, as shown.", Iv.open(2, oo), E, "math inside the sentence"),
         ],
     )
     c.add(
@@ -925,6 +926,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
             (box("\\text{41 is my final answer, or maybe 42}"), None, H, "text hedge"),
             (box("41 \\text{ or } 42"), None, H, ""),
             ("The answer is 41 or 42.", None, H, "marker hedge"),
+            ("The answer is $41$ or $42$.", None, H, "a hedge after the marked math"),
+            ("The answer is therefore $41$, or maybe $42$.", None, H, "a hedge inside the marked sentence"),
             (box("b = 42"), None, H, "another variable, wrong value"),
         ],
     )

@@ -11,6 +11,7 @@ __all__ = ["MAX_COMPLETION", "final_answers"]
 
 MAX_COMPLETION = 200_000  # characters; beyond this the completion is not read
 MAX_BOXES = 32
+HEDGE = "\\lor"  # what a hedged final answer reads as (never equal to anything)
 
 # Macros and white ink anywhere after </think> build or hide an answer; the overlap and invisible-box commands
 # (legitimate in a worked solution's alignment) count from the first box (or the final marker) on.
@@ -31,6 +32,7 @@ _MARKER = re.compile(
 )
 _ANSWER_TAG = re.compile(r"(?is)<answer>(.*?)</answer>")
 _MATH_OPEN = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+_INLINE_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)")
 _SENTENCE_END = re.compile(r"(?:\.(?=\s|$)|\n|(?i:\s+I hope\b))")
 
 
@@ -82,7 +84,7 @@ def _boxes(text: str) -> list[str] | None:
             continue  # it holds another box: the inner one counts
         out.append(text[start:end])
     if found and _OR_AFTER.match(text, found[-1][2] + 1):
-        return out + ["\\lor"]  # `\\boxed{18} or 19`: a hedge after the last box
+        return out + [HEDGE]  # `\\boxed{18} or 19`: a hedge after the last box
     return out
 
 
@@ -98,7 +100,8 @@ def _closing(text: str, close: str, start: int) -> int | None:
 
 
 def _marked(text: str) -> str | None:
-    """The expression after the last answer marker: its math block, else the rest of its sentence."""
+    """The expression after the last answer marker: its math block (at the start of the region or the
+    first inside its sentence), else the rest of its sentence; `HEDGE` when `or` follows the math."""
     last = None
     for last in _MARKER.finditer(text):  # noqa: B007
         pass
@@ -108,9 +111,14 @@ def _marked(text: str) -> str | None:
     for open_, close in _MATH_OPEN:
         if rest.startswith(open_):
             end = _closing(rest, close, len(open_))
-            return rest[len(open_) : end] if end is not None else None
+            if end is None:
+                return None
+            return HEDGE if _OR_AFTER.match(rest, end + len(close)) else rest[len(open_) : end]
     m = _SENTENCE_END.search(rest)
     region = rest[: m.start()] if m else rest
+    span = _INLINE_MATH.search(region)
+    if span:  # "The answer is therefore $5$": the first math in the sentence
+        return HEDGE if _OR_AFTER.match(region, span.end()) else (span[1] or span[2] or None)
     return region.strip().strip("*").strip() or None
 
 
@@ -140,7 +148,7 @@ def final_answers(completion: str) -> tuple[list[str], str]:
     boxes = _boxes(text) if first is not None else []
     if boxes is None:
         return [], "too many boxes"
-    if boxes and boxes[-1] == "\\lor":
+    if boxes and boxes[-1] == HEDGE:
         return [], "hedged answer"
     if boxes:
         return boxes, "boxed"
@@ -153,6 +161,8 @@ def final_answers(completion: str) -> tuple[list[str], str]:
             return [], "hidden or macro-built answer"
         return ([_marked(inner) or inner.strip("$ ")] if inner else []), "answer tag"
     marked = _marked(text)
+    if marked == HEDGE:
+        return [], "hedged answer"
     if marked:
         if _HIDE.search(marked):
             return [], "hidden or macro-built answer"
