@@ -150,7 +150,7 @@ def canonical(text: str) -> str:
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)|(?P<cmd>\\[a-zA-Z]+|\\[{}|])|(?P<rel><=|>=|!=|[<>=])"
-    r"|(?P<sym>\\\\|[-+*/^_(){}\[\],;|!&'])|(?P<var>[a-zA-Z]))"
+    r"|(?P<sym>\\\\|[-+*/^_(){}\[\],;:|!&'])|(?P<var>[a-zA-Z]))"
 )
 _TEXT_CMDS = frozenset({"text", "textup", "textsf", "texttt", "emph"})
 _ENV = re.compile(r"\s*\{\s*([a-zA-Z]+\*?)\s*\}")
@@ -304,6 +304,9 @@ class _Parser:
 
     def relation(self) -> Node:
         sides = [self.union()]
+        if self.at("sym", ":"):  # a ratio a:b is the number a/b
+            self.take()
+            return ("div", sides[0], self.union())
         ops: list[str] = []
         while self.at("rel") or self.at("cmd", "in"):
             ops.append(self.take()[1])
@@ -516,11 +519,17 @@ class _Parser:
             return ("var", name)
         if name in _FUNCS:
             power: Node | None = None
+            base: Node | None = None
+            if name == "log" and self.at("sym", "_"):  # \\log_2 8
+                self.take()
+                base = self.arg(whole_number=True)
             if self.at("sym", "^"):
                 self.take()
                 power = self.arg(whole_number=True)
             arg = self.atom() if self.at("sym", "(") else self.func_arg()
             node: Node = ("func", name, arg)
+            if base is not None:
+                node = ("div", ("func", "ln", arg), ("func", "ln", base))
             return ("pow", node, power) if power is not None else node
         raise ParseError(f"unsupported command \\{name}")
 
