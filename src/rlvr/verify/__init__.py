@@ -6,10 +6,19 @@ majority voting; `verify_math` and `extract_math_answer` are their counterparts 
 for process rewards.
 """
 
+from typing import TYPE_CHECKING
+
+from rlvr.lazy import lazy_names
 from rlvr.verify.answer import STATUSES, UNSCORED, Status, Verdict, extract_answer, parse_number, verify_answer
-from rlvr.verify.latex import SlowPath, extract_math_answer, verify_math
 from rlvr.verify.numbers import format_number
 from rlvr.verify.steps import ParsedStep, check_step, evaluate_expr, match_steps, parse_steps
+
+if TYPE_CHECKING:
+    from rlvr.verify.latex import SlowPath, extract_math_answer, verify_math
+
+# The LaTeX verifier on first use: it needs mpmath, which the reward sandbox's jail does not hold (a
+# jailed reward imports rlvr.verify for the numeric verifier and the step parser).
+__getattr__ = lazy_names(__name__, {"rlvr.verify.latex": ["SlowPath", "extract_math_answer", "verify_math"]})
 
 __all__ = [
     "STATUSES",
