@@ -597,6 +597,9 @@ def _text_node(content: str) -> Node:
     inner = content.strip()
     if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", inner):
         return ("num", _number(inner))
+    unit = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)\s+([A-Za-z][A-Za-z .]*)", inner)
+    if unit and not _NOT_A_UNIT & set(unit[2].lower().replace(".", " ").split()):
+        return ("num", _number(unit[1]))  # \\text{5 cm}
     m = _CHOICE.fullmatch(inner)
     if m:
         return ("choice", m[1])
