@@ -903,6 +903,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         [
             (box("74 = 72"), S(72), D, "policy: a false equation never passes"),
             (box("72 = 72"), S(72), E, "a true equation"),
+            (box("f(3) = 72"), S(72), E, "policy: an equation stating the value of the asked expression"),
+            (box("f(3) = 74"), S(74), D, ""),
         ],
     )
     c.add("-2", S(-2), "hack", [(box("1\\phantom{-2}"), None, H, "math-verify reads the phantom -2")])

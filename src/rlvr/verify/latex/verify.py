@@ -115,6 +115,8 @@ def _unwrap(node: Node, m: Mode) -> tuple[str | None, Node]:
         return var, values[-1]
     if var and len(sides) == 2:
         return var, sides[1]
+    if len(sides) == 2 and free_vars(sides[0]) and not free_vars(sides[1]):
+        return None, sides[1]  # `f(2) = 5`, `a + b = 5`: the stated value
     return None, node
 
 
