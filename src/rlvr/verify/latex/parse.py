@@ -55,10 +55,12 @@ _WORDS_TAIL = re.compile(r"(?<=[0-9}])\s+((?:[A-Za-z]{3,}\.?\s*)+)$")
 _ANSWERISH = re.compile(r"[0-9}]\s*$|\\pi\s*$")
 _UNIT_BARE = re.compile(r"(?<=[0-9}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
 _DROP = re.compile(
-    r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|textstyle|scriptstyle"
+    r"\\(?:left|right)\s*\.|\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|textstyle|scriptstyle"
     r"|limits|nolimits|mathstrut|strut)(?![a-zA-Z])"
     r"|(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~|\\(?:hfill|allowbreak|nonumber)(?![a-zA-Z])"
 )
+_EMPTY_TEXT = re.compile(r"\\text\s*\{[\s.,;:]*\}")
+_OVER = re.compile(r"\{([^{}]*)\\over(?![a-zA-Z])([^{}]*)\}")  # TeX's {a \over b}
 _DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|\^\s*\{\s*\}")
 _INF_WORD = re.compile(
     r"\\(?:text|mathrm)\s*\{\s*(?:infinity|inf|\\infty)\s*\}|(?<![A-Za-z\\])(?:infinity|inf|oo)(?![A-Za-z])"
@@ -125,6 +127,9 @@ def canonical(text: str) -> str:
     s = _SCIENTIFIC.sub(r"\1\\times 10^{\2}", s)
     s = _DROP.sub(" ", s)
     s = _FRAC.sub("\\\\frac", s)
+    s = _EMPTY_TEXT.sub(" ", s)
+    if "\\over" in s:
+        s = _OVER.sub(r"\\frac{\1}{\2}", s)
     s = _OR_WORD.sub(lambda m: " \\lor ", s)
     for _ in range(2):
         s2 = _UNIT_TEXT.sub("", s)
@@ -260,7 +265,7 @@ class _Parser:
     # helpers
     def peek(self, k: int = 0) -> tuple[str, str]:
         j = self.i + k
-        return self.t[j] if j < len(self.t) else ("end_of_input", "")
+        return self.t[j] if j < len(self.t) else ("end_of_input", "the end")
 
     def take(self) -> tuple[str, str]:
         tok = self.peek()
