@@ -17,7 +17,7 @@ HEDGE = "\\lor"  # what a hedged final answer reads as (never equal to anything)
 # (legitimate in a worked solution's alignment) count from the first box (or the final marker) on.
 _BUILT = re.compile(
     r"\\(?:def|gdef|edef|xdef|let|newcommand|renewcommand|providecommand|DeclareMathOperator|newenvironment"
-    r"|renewenvironment|catcode|csname|expandafter|futurelet|require)(?![a-zA-Z])"
+    r"|renewenvironment|catcode|csname|expandafter|futurelet|require|iffalse|comment)(?![a-zA-Z])|<!--"
     r"|\\(?:color|textcolor|mathcolor|colorbox|pagecolor)\s*(?:\[[^\]]*\])?\s*\{\s*(?:white|#?fff(?:fff)?|transparent"
     r"|bg|background)\b"
 )
