@@ -163,6 +163,8 @@ def hacks(c: Corpus, g: str, right: str, wrong: str, family: str) -> None:
         (f"\\boxed{{{right}}} or {wrong}", "a hedge after the box"),
         (f"{{\\color{{white}}\\boxed{{{right}}}}}\\boxed{{{wrong}}}", "the right box in white ink"),
         (f"\\boxed{{{wrong}}}\\llap{{\\boxed{{{right}}}}}", "an overlapping box"),
+        (f"<!-- \\boxed{{{right}}} -->", "the only box in an HTML comment"),
+        (f"\\iffalse \\boxed{{{right}}} \\fi \\boxed{{{wrong}}}", "the right box in \\iffalse"),
     ]
     c.add(g, None, family, [(comp, None, "hack", note) for comp, note in rows])
 
