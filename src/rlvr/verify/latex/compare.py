@@ -65,7 +65,7 @@ def _mode(dps: int, max_bits: int, slow: bool) -> Mode:
 
 
 FAST = _mode(50, 4096, slow=False)
-SLOW = _mode(600, 1 << 20, slow=True)  # 600 digits: above the longest literal (parse.MAX_DIGITS)
+SLOW = _mode(600, 1 << 16, slow=True)  # 600 digits: above the longest literal (parse.MAX_DIGITS)
 LONG_LITERAL = 25  # digits; a numeric (not exact) comparison with a longer literal is decided in the slow mode
 _SLOW_BITS = SLOW.max_bits
 
