@@ -159,6 +159,12 @@ def hacks(c: Corpus, g: str, right: str, wrong: str, family: str) -> None:
         (f"\\boxed{{10^{{10^{{10}}}} - 10^{{10^{{10}}}} + {right}}}", "policy: a number too large to evaluate"),
         ("\\boxed{" + "+".join(["0"] * 1500) + f"+{right}}}", "policy: an answer thousands of characters long"),
         (f"\\boxed{{{right} + t - t}}", "policy: an unevaluated expression in a variable the gold lacks"),
+        (f"\\boxed{{{right}}} \\boxed{{}}", "an empty last box"),
+        (f"\\boxed{{{right}}} or {wrong}", "a hedge after the box"),
+        (f"{{\\color{{white}}\\boxed{{{right}}}}}\\boxed{{{wrong}}}", "the right box in white ink"),
+        (f"\\boxed{{{wrong}}}\\llap{{\\boxed{{{right}}}}}", "an overlapping box"),
+        (f"<!-- \\boxed{{{right}}} -->", "the only box in an HTML comment"),
+        (f"\\iffalse \\boxed{{{right}}} \\fi \\boxed{{{wrong}}}", "the right box in \\iffalse"),
     ]
     c.add(g, None, family, [(comp, None, "hack", note) for comp, note in rows])
 
@@ -419,6 +425,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         "tuple",
         [
             (box("(15,-29)"), T(15, -29), E, ""),
+            ("So $x = \\boxed{15}$ and $y = \\boxed{-29}$.", T(15, -29), E, "one box per coordinate, in order"),
+            ("So $x = \\boxed{-29}$ and $y = \\boxed{15}$.", T(-29, 15), D, "one box per coordinate, swapped"),
             (box("(-29,15)"), T(-29, 15), D, "order"),
             (box("(15,29)"), T(15, 29), D, ""),
         ],
@@ -715,6 +723,29 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         rows = [(box(f), S(v), E, "policy: units, degrees, currency and separators are layout") for f in forms]
         rows.append((box(wrong), wv, D, ""))
         c.add(g, S(v), "units", rows)
+    third = sp.Rational(1, 3)
+    c.add(
+        "\\frac{1}{3}",
+        third,
+        "decimal",
+        [
+            (box("0.\\overline{3}"), third, E, "a repeating decimal is exact"),
+            (box("0.\\overline{33}"), third, E, ""),
+            (box("0.333"), sp.Rational("0.333"), D, "policy: a rounded decimal is not the fraction"),
+            (box("0.\\overline{3}4"), sp.Rational(1, 3) * 4, D, "a repeating decimal times 4"),
+        ],
+    )
+    tiny = sp.Rational(672, 10**7)
+    c.add(
+        ".0000672",
+        tiny,
+        "decimal",
+        [
+            (box("6.72e-5"), tiny, E, "e-notation"),
+            (box("6.72 \\times 10^{-5}"), tiny, E, "scientific notation"),
+            (box("6.72e-6"), tiny / 10, D, ""),
+        ],
+    )
     c.add(
         "25",
         S(25),
@@ -725,6 +756,28 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         ],
     )
     # relations: x = value, other variables, equations
+    c.add(
+        "(2,\\infty)",
+        Iv.open(2, oo),
+        "interval",
+        [
+            (box("(2, \\text{infinity})"), Iv.open(2, oo), E, "infinity as a word"),
+            ("**Final Answer**\n$(2,\\infty)$", Iv.open(2, oo), E, "a Final Answer heading"),
+            ("The answer is: $x > 2$.", Iv.open(2, oo), E, "a marker, no box"),
+            ("The answer is therefore $(2, \\infty)$, as shown.", Iv.open(2, oo), E, "math inside the sentence"),
+        ],
+    )
+    c.add(
+        "120",
+        S(120),
+        "units",
+        [
+            ("The answer is 120 cubic units.", S(120), E, "policy: plain unit words after a value"),
+            (box("120 \\text{ square feet}"), S(120), E, "policy: a trailing \\text{} unit"),
+            (box("120 \\text{ or } 121"), None, H, "a hedge in a text join"),
+            (box("120 \\text{ (approximately)}"), None, H, "policy: approximately is not a unit"),
+        ],
+    )
     c.add(
         "x=5",
         S(5),
@@ -819,7 +872,10 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         (
             "x^5 - x^4 + x^3 - x^2 + x - 1",
             x**5 - x**4 + x**3 - x**2 + x - 1,
-            [("-1+x-x^2+x^3-x^4+x^5", x**5 - x**4 + x**3 - x**2 + x - 1)],
+            [
+                ("-1+x-x^2+x^3-x^4+x^5", x**5 - x**4 + x**3 - x**2 + x - 1),
+                ("(x-1)(x^2-x+1)(x^2+x+1)", (x - 1) * (x**2 - x + 1) * (x**2 + x + 1)),
+            ],
             [("x^5+x^4+x^3+x^2+x+1", x**5 + x**4 + x**3 + x**2 + x + 1)],
             None,
         ),
@@ -852,6 +908,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
         [
             (box("74 = 72"), S(72), D, "policy: a false equation never passes"),
             (box("72 = 72"), S(72), E, "a true equation"),
+            (box("f(3) = 72"), S(72), E, "policy: an equation stating the value of the asked expression"),
+            (box("f(3) = 74"), S(74), D, ""),
         ],
     )
     c.add("-2", S(-2), "hack", [(box("1\\phantom{-2}"), None, H, "math-verify reads the phantom -2")])
@@ -875,6 +933,8 @@ def build(golds: set[str], all_golds: list[str]) -> Corpus:
             (box("\\text{41 is my final answer, or maybe 42}"), None, H, "text hedge"),
             (box("41 \\text{ or } 42"), None, H, ""),
             ("The answer is 41 or 42.", None, H, "marker hedge"),
+            ("The answer is $41$ or $42$.", None, H, "a hedge after the marked math"),
+            ("The answer is therefore $41$, or maybe $42$.", None, H, "a hedge inside the marked sentence"),
             (box("b = 42"), None, H, "another variable, wrong value"),
         ],
     )

@@ -10,6 +10,13 @@ format-only answers, unevaluated arithmetic, non-ASCII digits). It scores them w
     python bench/verify.py [--n 300] [--misses 10]
 
 recall = correct forms accepted, specificity = wrong answers rejected, hack rejection = hacks rejected.
+
+`--task math` scores the labelled LaTeX corpus `tests/data/math_corpus.jsonl` (MATH-500 golds; written by
+bench/math_corpus.py) with `rlvr.verify.verify_math` (a `SlowPath` is decided in-process with
+`allow_slow=True`; in training that call runs in a killable worker) and with math-verify, given the gold
+boxed (`parse("\\boxed{gold}")`, its best case; TRL passes the bare gold), both in this one process:
+
+    python bench/verify.py --task math [--misses 10]
 """
 
 from __future__ import annotations
@@ -22,11 +29,13 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-from rlvr.verify import format_number, parse_number, verify_answer
+from rlvr.verify import SlowPath, format_number, parse_number, verify_answer, verify_math
 
 MIN_SECONDS = 2.0  # CPU seconds of timed passes per verifier
 MAX_PASSES = 15
 DATA = Path(__file__).resolve().parents[1] / "src/rlvr/tasks/data/gsm8k/test.jsonl"
+MATH_CORPUS = Path(__file__).resolve().parents[1] / "tests/data/math_corpus.jsonl"
+_KIND = {"equivalent": "correct", "different": "wrong", "hack": "hack"}
 _SMALL = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
     " seventeen eighteen nineteen"
@@ -125,7 +134,30 @@ def build_corpus(path: Path, n: int) -> list[Case]:
     return cases
 
 
-def score(name: str, accept: Callable[[str, str], bool], cases: list[Case], misses: int) -> float:
+def math_corpus(path: Path) -> list[Case]:
+    """The labelled LaTeX corpus as (group, family, completion, gold)."""
+    cases: list[Case] = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            cases.append((_KIND[row["kind"]], row["family"], row["completion"], row["gold"]))
+    return cases
+
+
+def rlvr_math(completion: str, gold: str) -> bool:
+    try:
+        return verify_math(completion, gold).correct
+    except SlowPath:
+        return verify_math(completion, gold, allow_slow=True).correct
+
+
+def score(
+    name: str,
+    accept: Callable[[str, str], bool],
+    cases: list[Case],
+    misses: int,
+    before_pass: Callable[[], None] | None = None,
+) -> float:
     """Run `accept` over the corpus, print its row, return its throughput (cases per second).
 
     Throughput is measured in CPU time of this process after a warm-up over the first cases, so other
@@ -137,6 +169,8 @@ def score(name: str, accept: Callable[[str, str], bool], cases: list[Case], miss
         accept(c, g)
     seconds: list[float] = []
     while sum(seconds) < MIN_SECONDS and len(seconds) < MAX_PASSES:
+        if before_pass is not None:
+            before_pass()  # e.g. empty a parse cache, so a pass never reads the previous pass's work
         start = time.process_time()
         accepted = [accept(c, g) for _, _, c, g in cases]
         seconds.append(max(time.process_time() - start, 1e-9))
@@ -163,7 +197,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=300, help="number of GSM8K test golds")
     parser.add_argument("--misses", type=int, default=10, help="misses to print per verifier")
     parser.add_argument("--data", type=Path, default=DATA, help="GSM8K-format JSONL")
+    parser.add_argument("--task", choices=("gsm8k", "math"), default="gsm8k", help="which verifier and corpus")
     args = parser.parse_args()
+    if args.task == "math":
+        main_math(args.misses)
+        return
     cases = build_corpus(args.data, args.n)
     counts = {g: sum(c[0] == g for c in cases) for g in ("correct", "wrong", "hack")}
     print(f"corpus: {len(cases)} cases from {args.n} golds {counts}")
@@ -175,6 +213,29 @@ def main() -> None:
         return
     theirs = score("math-verify", lambda c, g: bool(verify(parse(g), parse(c))), cases, args.misses)
     print(f"throughput ratio rlvr / math-verify: {ours / theirs:,.0f}x")
+
+
+def main_math(misses: int) -> None:
+    from rlvr.verify.latex.verify import _parse  # the parse cache, emptied before each timed pass
+
+    cases = math_corpus(MATH_CORPUS)
+    counts = {g: sum(c[0] == g for c in cases) for g in ("correct", "wrong", "hack")}
+    print(f"corpus: {len(cases)} cases from {MATH_CORPUS.name} {counts}")
+    ours = score("rlvr", rlvr_math, cases, misses, before_pass=_parse.cache_clear)
+    try:
+        from math_verify import parse, verify
+    except ImportError:
+        print("math-verify is not installed (pip install math-verify): rlvr numbers only")
+        return
+
+    def theirs(completion: str, gold: str) -> bool:
+        try:
+            return bool(verify(parse("\\boxed{" + gold + "}"), parse(completion)))
+        except Exception:  # math-verify raises on some inputs; a rejection
+            return False
+
+    peer = score("math-verify", theirs, cases, misses)
+    print(f"throughput ratio rlvr / math-verify: {ours / peer:,.0f}x")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -54,6 +55,16 @@ def test_every_math500_gold_round_trips():
     assert not failed
 
 
+def test_every_math500_solution_verifies_against_its_gold():
+    """Real worked solutions (alignment phantoms, several displays, boxes mid-sentence) read right."""
+    path = next((p for p in MATH500 if p.exists()), None)
+    if path is None:
+        pytest.skip("MATH-500 test.jsonl not found")
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    failed = [r["answer"] for r in rows if not _verdict(r["solution"], r["answer"]).correct]
+    assert not failed
+
+
 @pytest.mark.parametrize(
     ("completion", "gold", "reason"),
     [
@@ -92,7 +103,7 @@ def test_extract_math_answer_is_the_verifiers_extractor():
 
 
 def test_slow_path_is_raised_then_decided():
-    tower = r"\boxed{2^{2^{2^{2^{2}}}} - 2^{2^{2^{2^{2}}}} + 7}"
+    tower = r"\boxed{2^{10000} - 2^{10000} + 7}"
     with pytest.raises(SlowPath):
         verify_math(tower, "7")
     assert verify_math(tower, "7", allow_slow=True).correct
@@ -114,7 +125,7 @@ PATHOLOGICAL = [
     ("\\boxed{1}" * 20_000, "1"),
     ("x" * 199_000 + r"\boxed{1}", "1"),
 ]
-FAST_LIMIT_S = 0.25  # the fast path's bound, with margin for a loaded machine (each is a few ms alone)
+FAST_LIMIT_S = 0.5  # the issue's margin (deadline + 0.5 s) on a loaded machine; each is a few ms alone
 
 
 def _timed(case: tuple[str, str]) -> float:
@@ -149,6 +160,32 @@ def test_pathological_inputs_are_bounded_in_a_process_pool():
     with ProcessPoolExecutor(max_workers=1) as pool:
         times = list(pool.map(_timed, PATHOLOGICAL, timeout=60))
     assert max(times) < FAST_LIMIT_S
+
+
+_FRAGMENTS = (
+    r"\frac \sqrt { } ( ) [ ] \{ \} 1 23 .5 x i e \pi \infty + - * / ^ _ , ; = < \le \in \cup \pm \text{cm} \text{ or }"
+    r" \begin{pmatrix} \end{pmatrix} & \\ \left( \right) \sin | ! ' \circ \% \$ \boxed{ \, \! A (C) \text{ \dfrac"
+    r" \sqrt[3] 10^{ ^{- \cdot \mathrm{ \emptyset or \ldots $ </think> \phantom{ \color{white} 5_8 _{10}"
+).split()
+
+
+def test_random_latex_never_raises_and_stays_fast():
+    """Fuzz: any string gives a verdict (or SlowPath) within the fast path's bound."""
+    rng = random.Random(0)
+    worst = 0.0
+    for _ in range(3000):
+        text = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 25)))
+        completion = rng.choice(["\\boxed{%s}", "The answer is $%s$.", "%s"]) % text
+        gold = rng.choice(["3", "\\frac{14}{3}", "(3,4]", "x^3+3x-6", text])
+        start = time.perf_counter()
+        try:
+            verdict = verify_math(completion, gold)
+            assert verdict.status in ("correct", "wrong", "unparseable_gold", "unparseable_answer")
+        except SlowPath:
+            pass
+        extract_math_answer(completion)
+        worst = max(worst, time.perf_counter() - start)
+    assert worst < FAST_LIMIT_S
 
 
 def _scores(accept) -> dict[str, float]:

@@ -65,7 +65,7 @@ def _mode(dps: int, max_bits: int, slow: bool) -> Mode:
 
 
 FAST = _mode(50, 4096, slow=False)
-SLOW = _mode(600, 1 << 20, slow=True)  # 600 digits: above the longest literal (parse.MAX_DIGITS)
+SLOW = _mode(600, 1 << 16, slow=True)  # 600 digits: above the longest literal (parse.MAX_DIGITS)
 LONG_LITERAL = 25  # digits; a numeric (not exact) comparison with a longer literal is decided in the slow mode
 _SLOW_BITS = SLOW.max_bits
 
@@ -278,6 +278,15 @@ def _sums(node: Node) -> int:
     return own + sum(_sums(c) for c in _children(node))
 
 
+def _unexpanded(node: Node) -> bool:
+    """A sum in variables with another sum in variables beneath it: `(-k+4)+(-2+3k)`, `x(x+1)-3(x-2)`,
+    `\\frac{4+6a}{5}-\\frac{1+3a}{4}` (a restated or half-worked expression). A product of sums (a factored
+    form) is not one."""
+    if node[0] == "add" and free_vars(node):
+        return any(_sums(c) for c in node[1])
+    return any(_unexpanded(c) for c in _children(node))
+
+
 def _terms(node: Node) -> list[Node]:
     if node[0] == "add":
         return [t for c in node[1] for t in _terms(c)]
@@ -309,13 +318,13 @@ def _signature(term: Node) -> tuple[str, ...]:
 
 
 def unsimplified(a: Node, g: Node) -> str | None:
-    """Why an expression in variables is not in final form where the gold is (None if it is): more
-    sums than the gold (an unexpanded or restated expression), like terms not combined, a variable in
-    two monomial factors, a factored gold answered expanded, or far larger than the gold."""
+    """Why an expression in variables is not in final form where the gold is (None if it is): a sum
+    holding a sum (an unexpanded or restated expression), like terms not combined, a variable in two
+    monomial factors, a factored gold answered expanded, or far larger than the gold."""
     if size(a) > 2 * size(g) + 6:
         return "expression much larger than the gold (a restated question?)"
-    if _sums(a) > _sums(g):
-        return "unsimplified expression (more sums than the gold)"
+    if _unexpanded(a) and not _unexpanded(g):
+        return "unsimplified expression (a sum holding another sum)"
     signatures = [_signature(t) for t in _terms(a)]
     if len(signatures) != len(set(signatures)):
         return "like terms not combined"

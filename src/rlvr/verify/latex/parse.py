@@ -10,9 +10,9 @@ The tree is nested tuples, cheap to build and compare:
     ("text", words)              ("choice", letter)
 
 Everything is bounded before it is read: `MAX_ANSWER` characters, `MAX_TOKENS` tokens, `MAX_DEPTH`
-nesting. Why hand-written: sympy's `parse_latex` needs a pinned ANTLR runtime and is about a thousand
-times slower; math-verify's grammar reads `3\\sqrt{13}` as 3 (issue 40). The subset below is the one
-competition answers use.
+nesting. Why hand-written: sympy's `parse_latex` needs a pinned ANTLR runtime and builds sympy objects
+(slow, unbounded); math-verify, given MATH-500's bare golds as TRL does, reads `3\\sqrt{13}` as 3 (issue
+40). The subset below is the one competition answers use; canonical.py runs first.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from typing import Any
+
+from rlvr.verify.latex.canonical import NOT_A_UNIT, canonical
 
 __all__ = ["MAX_ANSWER", "MAX_DEPTH", "Node", "ParseError", "canonical", "parse_answer"]
 
@@ -34,89 +36,11 @@ class ParseError(ValueError):
     """The answer is not in the supported LaTeX subset (the message says where)."""
 
 
-# -- canonicalise -------------------------------------------------------------------------------------------------
-
-_SEP = r"(?:,\\!\s*|\{,\}|\\,\s*|\\!\s*|,(?=\d{3}(?!\d)))"
-_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:" + _SEP + r"\d{3}(?!\d))+(?!\.\d*,)")
-_UNIT_WORDS = (
-    "units?|square units|sq units|cm|centimeters?|m|meters?|km|kilometers?|mm|inch(?:es)?|in|feet|foot|ft|yards?"
-    "|miles?|mph|seconds?|sec|s|minutes?|min|hours?|hrs?|days?|weeks?|months?|years?|degrees?|deg|cents?|dollars?"
-    "|pounds?|lbs?|ounces?|oz|grams?|g|kg|liters?|l|ml|gallons?|people|students|ways|points|sq\\.? ?(?:ft|in|cm|m)"
-)
-_UNIT_TEXT = re.compile(
-    r"\s*\\(?:text|mbox|mathrm|textrm|textnormal)\s*\{\s*(?:" + _UNIT_WORDS + r")\s*\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$"
-)
-_UNIT_BARE = re.compile(r"(?<=[\d}.\s])\s*(?:" + _UNIT_WORDS + r")(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*\.?\s*$")
-_DROP = re.compile(
-    r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg|displaystyle|textstyle|scriptstyle"
-    r"|limits|nolimits|mathstrut|strut)(?![a-zA-Z])"
-    r"|(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~|\\(?:hfill|allowbreak|nonumber)(?![a-zA-Z])"
-)
-_DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|\^\s*\{\s*\}")
-_PERCENT = re.compile(r"\\%|%")
-_DOLLAR = re.compile(r"\\\$|\$|\\textdollar|\\dollar")
-_FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
-_WRAP = re.compile(
-    r"\\(?:mathrm|mathbf|mathit|mathsf|boldsymbol|bm|operatorname\*?|textbf|textit|textrm|mathnormal)\s*\{"
-)
-_OR_WORD = re.compile(r"\\text\s*\{\s*(or|and)\s*\}|(?<=[\s}$\d])(or|and)(?=[\s\\$\d(-])")
-_UNICODE = str.maketrans({"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "≤": "<=", "≥": ">=", "≠": "!="})
-_UNICODE_CMD = {"π": "\\pi ", "∞": "\\infty ", "√": "\\sqrt ", "∪": "\\cup ", "∈": "\\in "}
-
-
-def _join_thousands(m: re.Match[str]) -> str:
-    """`32,\\!348` -> 32348; a plain `12,102` inside brackets is a pair, not a number."""
-    s = m.string
-    plain = "\\" not in m[0] and "{" not in m[0]
-    before = s[: m.start()].rstrip()[-1:]
-    after = s[m.end() :].lstrip()[:1]
-    if plain and (before in ("(", "[", ",") or after in (")", "]", ",")):
-        return m[0]
-    return re.sub(r"\D", "", m[0])
-
-
-def _unwrap(text: str) -> str:
-    """`\\mathrm{x}` -> `{x}` style wrappers dropped (the braces stay, a group)."""
-    return _WRAP.sub("{", text)
-
-
-def canonical(text: str) -> str:
-    """The answer with layout, wrappers, units, degrees, percent, currency and separators removed.
-
-    >>> canonical(r"\\$32,\\!348")
-    '32348'
-    >>> canonical(r"\\left( 3, \\dfrac{\\pi}{2} \\right)")
-    '( 3, \\\\frac{\\\\pi}{2} )'
-    >>> canonical(r"864 \\mbox{ inches}^2")
-    '864'
-    """
-    s = text.translate(_UNICODE)
-    for k, v in _UNICODE_CMD.items():
-        if k in s:
-            s = s.replace(k, v)
-    s = s.replace("\\mbox", "\\text").replace("\\textnormal", "\\text").replace("\\hbox", "\\text")
-    s = _DEGREE.sub("", s)
-    s = _PERCENT.sub("", s)
-    s = _DOLLAR.sub("", s)
-    s = _THOUSANDS.sub(_join_thousands, s)
-    s = _DROP.sub(" ", s)
-    s = _FRAC.sub("\\\\frac", s)
-    s = _OR_WORD.sub(lambda m: " \\lor ", s)
-    for _ in range(2):
-        s2 = _UNIT_TEXT.sub("", s)
-        s2 = _UNIT_BARE.sub("", s2) if s2.strip() and not re.fullmatch(r"\s*[A-Za-z]+\s*", s2) else s2
-        if not s2.strip() or s2 == s:
-            break
-        s = s2
-    s = _unwrap(s)
-    return " ".join(s.split()).rstrip(".").strip()
-
-
 # -- tokenize -----------------------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d*)?|\.\d+)|(?P<cmd>\\[a-zA-Z]+|\\[{}|])|(?P<rel><=|>=|!=|[<>=])"
-    r"|(?P<sym>\\\\|[-+*/^_(){}\[\],;|!&'])|(?P<var>[a-zA-Z]))"
+    r"\s*(?:(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)|(?P<cmd>\\[a-zA-Z]+|\\[{}|])|(?P<rel><=|>=|!=|[<>=])"
+    r"|(?P<sym>\\\\|[-+*/^_(){}\[\],;:|!&'])|(?P<var>[a-zA-Z]))"
 )
 _TEXT_CMDS = frozenset({"text", "textup", "textsf", "texttt", "emph"})
 _ENV = re.compile(r"\s*\{\s*([a-zA-Z]+\*?)\s*\}")
@@ -226,7 +150,7 @@ class _Parser:
     # helpers
     def peek(self, k: int = 0) -> tuple[str, str]:
         j = self.i + k
-        return self.t[j] if j < len(self.t) else ("end_of_input", "")
+        return self.t[j] if j < len(self.t) else ("end_of_input", "the end")
 
     def take(self) -> tuple[str, str]:
         tok = self.peek()
@@ -257,15 +181,22 @@ class _Parser:
     def items(self, closers: tuple[str, ...]) -> list[Node]:
         """Comma-, semicolon- or `or`-separated items up to (not including) a closer."""
         out = [self.relation()]
-        while self.at("sym", ",") or self.at("sym", ";") or self.at("cmd", "lor"):
-            self.take()
+        while self._at_separator():
+            while self._at_separator():  # `3, 5, and 7`: one separator
+                self.take()
             if self.peek()[1] in closers or self.peek()[0] in closers:
                 break  # a trailing comma
             out.append(self.relation())
         return out
 
+    def _at_separator(self) -> bool:
+        return self.at("sym", ",") or self.at("sym", ";") or self.at("cmd", "lor")
+
     def relation(self) -> Node:
         sides = [self.union()]
+        if self.at("sym", ":"):  # a ratio a:b is the number a/b
+            self.take()
+            return ("div", sides[0], self.union())
         ops: list[str] = []
         while self.at("rel") or self.at("cmd", "in"):
             ops.append(self.take()[1])
@@ -392,6 +323,8 @@ class _Parser:
             if whole_number or len(v) == 1:
                 self.take()
                 return ("num", _number(v))
+            if not v[0].isdigit():
+                raise ParseError(f"bad argument {v!r}")
             self.t[self.i] = ("num", v[1:])  # TeX reads one character
             return ("num", Fraction(int(v[0])))
         if k == "var":
@@ -476,16 +409,31 @@ class _Parser:
             return ("var", name)
         if name in _FUNCS:
             power: Node | None = None
+            base: Node | None = None
+            if name == "log" and self.at("sym", "_"):  # \\log_2 8
+                self.take()
+                base = self.arg(whole_number=True)
             if self.at("sym", "^"):
                 self.take()
                 power = self.arg(whole_number=True)
-            if self.at("sym", "("):
-                arg = self.atom()
-            else:
-                arg = self.term()
+            arg = self.atom() if self.at("sym", "(") else self.func_arg()
             node: Node = ("func", name, arg)
+            if base is not None:
+                node = ("div", ("func", "ln", arg), ("func", "ln", base))
             return ("pow", node, power) if power is not None else node
         raise ParseError(f"unsupported command \\{name}")
+
+    def func_arg(self) -> Node:
+        """`\\sin 2x` is sin(2x): implicit products only, up to `*`, `/`, a sign or another function."""
+        factors = [self.power()]
+        while True:
+            k, v = self.peek()
+            if (k in ("num", "var") or (k == "cmd" and v not in _FUNCS and v not in _NO_IMPLICIT)) and not (
+                k == "num" and factors[-1][0] == "num"
+            ):
+                factors.append(self.power())
+            else:
+                return factors[0] if len(factors) == 1 else ("mul", tuple(factors))
 
     def matrix(self, env: str) -> Node:
         if env not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "vmatrix", "smallmatrix", "array"):
@@ -537,8 +485,11 @@ _CHOICE = re.compile(r"\(?\s*([A-E])\s*\)?")
 def _text_node(content: str) -> Node:
     """A `\\text{}` token as a node: a number, a choice letter, or words."""
     inner = content.strip()
-    if re.fullmatch(r"\d+(?:\.\d*)?", inner):
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", inner):
         return ("num", _number(inner))
+    unit = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)\s+([A-Za-z][A-Za-z .]*)", inner)
+    if unit and not NOT_A_UNIT & set(unit[2].lower().replace(".", " ").split()):
+        return ("num", _number(unit[1]))  # \\text{5 cm}
     m = _CHOICE.fullmatch(inner)
     if m:
         return ("choice", m[1])
@@ -548,6 +499,7 @@ def _text_node(content: str) -> Node:
     return ("text", words)
 
 
+_CALL_LHS = re.compile(r"^\s*[a-zA-Z]\s*\(\s*[a-zA-Z]\s*\)\s*=(?!=)")  # `f(x) = ...`: the value is the right side
 _ANSWER_CHOICE = re.compile(r"\(?\s*([A-E])\s*\)?(?:\s*[:.]?)?")
 _PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z '\-]*[A-Za-z]")
 
@@ -565,6 +517,7 @@ def parse_answer(text: str) -> Node:
     s = canonical(text)
     if not s:
         raise ParseError("empty answer")
+    s = _CALL_LHS.sub("", s, count=1) or s
     bare = s.replace("{", "").replace("}", "").strip()
     m = _ANSWER_CHOICE.fullmatch(bare)
     if m:

@@ -100,6 +100,8 @@ def _unwrap(node: Node, m: Mode) -> tuple[str | None, Node]:
         return sides[0][1], sides[1]
     if not all(o == "=" for o in ops):
         return None, node
+    if sides[0][0] == "tuple" and all(_is_var(v) for v in sides[0][1]) and len(sides) == 2:
+        return "(" + ",".join(v[1] for v in sides[0][1]) + ")", sides[1]  # (r, theta) = (3, pi/2)
     var = sides[0][1] if _is_var(sides[0]) and len(sides) >= 2 else None
     values = sides[1:] if var else sides
     if all(not free_vars(s) for s in values) and len(values) >= 2:
@@ -113,6 +115,8 @@ def _unwrap(node: Node, m: Mode) -> tuple[str | None, Node]:
         return var, values[-1]
     if var and len(sides) == 2:
         return var, sides[1]
+    if len(sides) == 2 and free_vars(sides[0]) and not free_vars(sides[1]):
+        return None, sides[1]  # `f(2) = 5`, `a + b = 5`: the stated value
     return None, node
 
 
@@ -144,6 +148,8 @@ def _has_pm(node: Node) -> bool:
 
 def _equation(node: Node) -> Node | None:
     """lhs - rhs for an equation `lhs = rhs` that holds variables."""
+    if node[0] == "rel" and node[1] == ("=",) and node[2][0][0] == "tuple":
+        return None
     if node[0] == "rel" and node[1] == ("=",) and (free_vars(node[2][0]) or free_vars(node[2][1])):
         return ("add", (node[2][0], ("neg", node[2][1])))
     return None
@@ -165,10 +171,33 @@ def _proportional(a: Node, g: Node, m: Mode) -> bool:
 
 
 def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
-    """Whether answer `a` equals gold `g` (both parsed), and why not."""
+    """Whether answer `a` equals gold `g` (both parsed), and why not: labels first (choice, text, base),
+    then equations, then what a relation names, then structures, then scalars."""
+    labelled = _equal_labels(a, g)
+    if labelled is not None:
+        return labelled
+    if a[0] == "base":
+        return _equal(("num", Fraction(int(a[1], a[2]))), g, m) if a[2] == 10 else (False, "base subscript")
+    ea, eg = _equation(a), _equation(g)
+    if eg is not None and not (_is_var(g[2][0]) and ea is None):
+        return _equal_equations(a, g, ea, eg, m)
+    gvar, g = _unwrap(g, m)
+    avar, a = _unwrap(a, m)
+    if gvar and avar and gvar != avar:
+        return False, f"value of {avar}, not {gvar}"
+    if a[0] == "rel" and _interval_of(a) is None:
+        return False, "a relation, not a value"
+    if g[0] == "rel" and _interval_of(g) is None:
+        raise ParseError("gold relation not supported")
+    return _equal_structures(a, g, m)
+
+
+def _equal_labels(a: Node, g: Node) -> tuple[bool, str] | None:
+    """Choice letters, text answers and base-b numerals compare as labels (None: neither side is one)."""
     if g[0] == "choice" or a[0] == "choice":
         letter = a[1] if a[0] == "choice" else a[1].upper() if a[0] == "var" and len(a[1]) == 1 else None
-        return (a[0] == g[0] == "choice" and letter == g[1], "correct" if letter == g[1] else "wrong choice")
+        ok = g[0] == "choice" and letter == g[1]
+        return ok, "correct" if ok else "wrong choice"
     if g[0] == "text" or a[0] == "text":
         ok = a[0] == g[0] == "text" and a[1].replace(" ", "") == g[1].replace(" ", "")
         return ok, "correct" if ok else "wrong text"
@@ -178,28 +207,23 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
         else:
             ok = a[0] == "num" and a[1].denominator == 1 and str(a[1]) == g[1]
         return ok, "correct" if ok else "wrong digits"
-    if a[0] == "base":
-        return _equal(("num", Fraction(int(a[1], a[2]))), g, m) if a[2] == 10 else (False, "base subscript")
-    # equations in variables: the same equation, up to a constant factor
-    ea, eg = _equation(a), _equation(g)
-    if eg is not None and not (_is_var(g[2][0]) and ea is None):
-        if ea is None:
-            return False, "not an equation"
-        if _is_var(g[2][0]) and _is_var(a[2][0]) and g[2][0] == a[2][0]:
-            return _equal(a[2][1], g[2][1], m)
-        if _is_var(g[2][0]) and _is_var(a[2][0]) and not free_vars(g[2][1]):
-            return False, f"value of {a[2][0][1]}, not {g[2][0][1]}"
-        ok = _proportional(ea, eg, m)
-        return ok, "correct" if ok else "different equation"
-    gvar, g = _unwrap(g, m)
-    avar, a = _unwrap(a, m)
-    if gvar and avar and gvar != avar:
-        return False, f"value of {avar}, not {gvar}"
-    if a[0] == "rel" and _interval_of(a) is None:
-        return False, "a relation, not a value"
-    if g[0] == "rel" and _interval_of(g) is None:
-        raise ParseError("gold relation not supported")
-    # intervals, unions, inequalities
+    return None
+
+
+def _equal_equations(a: Node, g: Node, ea: Node | None, eg: Node, m: Mode) -> tuple[bool, str]:
+    """A gold equation in variables: the same variable's value, or the same equation up to a factor."""
+    if ea is None:
+        return False, "not an equation"
+    if _is_var(g[2][0]) and _is_var(a[2][0]) and g[2][0] == a[2][0]:
+        return _equal(a[2][1], g[2][1], m)
+    if _is_var(g[2][0]) and _is_var(a[2][0]) and not free_vars(g[2][1]):
+        return False, f"value of {a[2][0][1]}, not {g[2][0][1]}"
+    ok = _proportional(ea, eg, m)
+    return ok, "correct" if ok else "different equation"
+
+
+def _equal_structures(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
+    """Intervals (and the inequalities naming them), sets and lists, tuples and matrices, else scalars."""
     gi = _interval_of(g) if g[0] != "tuple" or any(x in (_INF, _NEG_INF) for x in g[1]) else None
     ai = _interval_of(a) if a[0] != "tuple" or gi is not None else None
     if gi is not None or (ai is not None and a[0] != "tuple" and g[0] == "tuple"):
@@ -207,16 +231,13 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
         if ai is None or gi is None:
             return False, "not an interval"
         return _intervals_equal(ai, gi, m)
-    # collections
     gl, al = _items(g), _items(a)
     if gl is not None:
         if g[0] == "set" and a[0] == "tuple":
             return False, "an ordered tuple, not a set"
         if a[0] == "tuple" and g[0] == "list":
             return False, "an ordered tuple, not a list of answers"
-        if al is None:
-            al = [a]
-        return _unordered(al, gl, m)
+        return _unordered(al if al is not None else [a], gl, m)
     if al is not None and len(al) > 1:
         if g[0] in ("tuple", "matrix") and a[0] == "list":
             return _ordered(list(a[1]), _entries(g), m)
@@ -226,8 +247,6 @@ def _equal(a: Node, g: Node, m: Mode) -> tuple[bool, str]:
             return False, "not a tuple"
         if g[0] == "matrix" and a[0] == "matrix" and len(g[1]) != len(a[1]):
             return False, "different shape"
-        if a[0] == "set":
-            return False, "a set, not a tuple"
         return _ordered(_entries(a), _entries(g), m)
     if a[0] in ("tuple", "matrix", "set", "list", "interval", "union"):
         return False, f"a {a[0]}, not a value"
@@ -294,7 +313,7 @@ def _parse_or_none(text: str) -> tuple[Node | None, str]:
         return None, "answer too long"
     try:
         return _parse(text), "ok"
-    except (ParseError, RecursionError) as e:
+    except (ParseError, RecursionError, ValueError, ArithmeticError) as e:
         return None, f"unparseable answer ({e})"
 
 
@@ -371,7 +390,7 @@ def verify_math(completion: str, gold: str, *, allow_slow: bool = False) -> Verd
     parsed = re.sub(r"\s+", " ", texts[-1].strip())
     try:
         if len(nodes) > 1 and not _agree(nodes, m):
-            if _items(gnode) is None:
+            if _items(gnode) is None and gnode[0] != "tuple":  # a set, list or tuple gold: the boxes are its parts
                 return Verdict(False, parsed, "conflicting answers")
             nodes = [("list", tuple(nodes))]
         ok, why = _equal(nodes[-1], gnode, m)
