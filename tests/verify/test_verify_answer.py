@@ -199,7 +199,8 @@ def test_accepts_correct_forms(completion: str, gold: str, parsed: str) -> None:
 
 @pytest.mark.parametrize(("completion", "gold", "reason"), REJECTED)
 def test_rejects_with_reason(completion: str, gold: str, reason: str) -> None:
-    assert verify_answer(completion, gold) == Verdict(False, None, reason)
+    status = "unparseable_gold" if reason == "invalid gold" else "unparseable_answer"
+    assert verify_answer(completion, gold) == Verdict(False, None, reason, status)
 
 
 @pytest.mark.parametrize(("completion", "gold", "parsed"), WRONG)
