@@ -215,3 +215,12 @@ def test_rlvr_is_at_least_as_good_as_math_verify():
     ours, peer = _scores(lambda c, g: _verdict(c, g).correct), _scores(theirs)
     for kind in ("equivalent", "different", "hack"):
         assert ours[kind] >= peer[kind], (kind, ours, peer)
+
+
+@pytest.mark.parametrize(
+    ("completion", "expect"),
+    [(r"\boxed{\textbf{(B) }12}", True), (r"\boxed{(B)\ 12}", True), (r"\boxed{\text{(B)}\ 12}", True),
+     (r"\boxed{(B) 12 or (C) 13}", False), (r"\boxed{(C)\ 12}", False), (r"\boxed{(B)\ (C)}", False)],
+)  # fmt: skip
+def test_a_lettered_option_with_its_value_is_that_option(completion, expect):
+    assert verify_math(completion, r"\text{(B)}").correct is expect

@@ -501,6 +501,8 @@ def _text_node(content: str) -> Node:
 
 _CALL_LHS = re.compile(r"^\s*[a-zA-Z]\s*\(\s*[a-zA-Z]\s*\)\s*=(?!=)")  # `f(x) = ...`: the value is the right side
 _ANSWER_CHOICE = re.compile(r"\(?\s*([A-E])\s*\)?(?:\s*[:.]?)?")
+# `(B) 12`: a lettered option followed by its value is that option (no second letter, no operator)
+_CHOICE_THEN_VALUE = re.compile(r"\(\s*([A-E])\s*\)\s+(?![^()]*\(\s*[A-E]\s*\))[0-9.,\\a-z{} ]+")
 _PLAIN_WORDS = re.compile(r"[A-Za-z][A-Za-z '\-]*[A-Za-z]")
 
 
@@ -519,7 +521,7 @@ def parse_answer(text: str) -> Node:
         raise ParseError("empty answer")
     s = _CALL_LHS.sub("", s, count=1) or s
     bare = s.replace("{", "").replace("}", "").strip()
-    m = _ANSWER_CHOICE.fullmatch(bare)
+    m = _ANSWER_CHOICE.fullmatch(bare) or _CHOICE_THEN_VALUE.fullmatch(bare.replace("\\text", ""))
     if m:
         return ("choice", m[1])
     if _PLAIN_WORDS.fullmatch(bare) and len(bare) > 2 and " " not in bare:
