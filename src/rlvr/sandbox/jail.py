@@ -204,9 +204,10 @@ class Backend:
         """The folder holding the rlvr package, as the worker sees it."""
         return JAIL_PKG_ROOT if self.kind == "bwrap" else str(_package_dir().parent)
 
-    def argv(self, cfg: dict[str, Any], seccomp_fd: int | None) -> list[str]:
-        """The full command line for one worker with config `cfg`."""
-        cmd = [self.python, "-I", "-S", "-B", f"{self.pkg_root}/rlvr/{WORKER_SCRIPT}", json.dumps(cfg)]
+    def argv(self, cfg: dict[str, Any], seccomp_fd: int | None, script: str = WORKER_SCRIPT) -> list[str]:
+        """The full command line for one worker with config `cfg`; `script` is the worker's path relative
+        to the rlvr package (the reward worker unless another room brings its own, e.g. the code harness)."""
+        cmd = [self.python, "-I", "-S", "-B", f"{self.pkg_root}/rlvr/{script}", json.dumps(cfg)]
         if self.kind != "bwrap":
             return cmd
         assert self.bwrap is not None
@@ -343,7 +344,7 @@ class WorkerProcess:
     raises `WorkerError`; the owner starts a fresh one for the next call.
     """
 
-    def __init__(self, backend: Backend, cfg: dict[str, Any], timeout_s: float):
+    def __init__(self, backend: Backend, cfg: dict[str, Any], timeout_s: float, script: str = WORKER_SCRIPT):
         cfg = {**cfg, "path": backend.pkg_root}
         self.tag = cfg["tag"]
         self.timeout_s = timeout_s
@@ -355,7 +356,7 @@ class WorkerProcess:
             os.close(write_fd)
         try:
             self.proc = subprocess.Popen(
-                backend.argv(cfg, read_fd),
+                backend.argv(cfg, read_fd, script),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
