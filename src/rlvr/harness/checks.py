@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Abort", "CheckRun", "ProblemError", "TrustedCheck"]
+__all__ = ["Abort", "CheckRun", "ProblemError", "SolutionFailure", "TrustedCheck"]
 
 _HOOK = "_rlvr_test"
 
@@ -35,6 +35,10 @@ _HOOK = "_rlvr_test"
 class Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error of the test
     """Ends a run of `check` at once (the problem's deadline passed, or the infrastructure failed);
     a BaseException so that a test's own `except Exception` cannot swallow it."""
+
+
+class SolutionFailure(Exception):
+    """Raised by a candidate proxy when the solution failed (its message says how); a test that gets it fails."""
 
 
 class ProblemError(ValueError):
@@ -56,6 +60,8 @@ def _mentions(node: ast.AST, name: str) -> bool:
 
 
 def _summary(exc: BaseException) -> str:
+    if isinstance(exc, SolutionFailure):
+        return str(exc)[:300]
     text = type(exc).__name__
     detail = str(exc)[:200] if not isinstance(exc, AssertionError) else ""
     return f"{text}: {detail}" if detail else text

@@ -12,6 +12,7 @@ import json
 import os
 import resource
 import runpy
+import site
 import sys
 
 _LIMITS = {
@@ -37,4 +38,5 @@ if __name__ == "__main__":
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     sys.argv = [path]
+    site.main()  # what `python FILE` has and `-S` left out: exit(), quit(), ...
     runpy.run_path(path, run_name="__main__")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rlvr.harness import plaindata
-from rlvr.harness.checks import Abort, ProblemError, TrustedCheck
+from rlvr.harness.checks import Abort, ProblemError, SolutionFailure, TrustedCheck
 from rlvr.harness.extract import build_program, extract_code
 from rlvr.sandbox.jail import JAIL_UID, Backend, SandboxUnavailable, WorkerError, WorkerProcess, detect
 from rlvr.verify import UNSCORED, Verdict
@@ -50,7 +50,7 @@ SPAWN_TIMEOUT_S = 15.0  # starting a jailed interpreter, at most (never beyond t
 MAX_REPLY_BYTES = 4 << 20  # one return value, encoded
 WORKER_SCRIPT = "harness/worker.py"
 DEFAULT_LIMITS = {
-    "memory_bytes": 1 << 30,  # RLIMIT_AS
+    "memory_bytes": 512 << 20,  # RLIMIT_AS
     "file_bytes": 1 << 20,  # RLIMIT_FSIZE (the jail's /tmp is a private 16 MiB tmpfs)
     "open_files": 64,  # RLIMIT_NOFILE
     "processes": 32,  # RLIMIT_NPROC (seccomp denies fork/vfork/clone of a process anyway; threads count)
@@ -126,7 +126,7 @@ def _trusted(prompt: str, test: str, entry: str) -> TrustedCheck:
     return TrustedCheck.build(prompt, test, entry)
 
 
-class CandidateError(Exception):
+class CandidateError(SolutionFailure):
     """The solution raised, crashed, timed out or returned something that is not plain data."""
 
 
@@ -195,7 +195,7 @@ class _Session:
             self.close()
             raise CandidateError("the worker answered out of turn")
         if reply.get("ok") is not True:
-            raise CandidateError(f"{str(reply.get('type'))[:60]}: {str(reply.get('error'))[:300]}")
+            raise CandidateError(str(reply.get("error"))[:300])
         try:
             return plaindata.decode(reply.get("value"))
         except plaindata.PlainDataError as e:
