@@ -9,6 +9,7 @@ running and nothing changed outside the jail (hostile programs are not run by th
 Adding a case is adding a dict.
 """
 
+# ruff: noqa: E501 - one case per line reads better than wrapped strings
 from __future__ import annotations
 
 

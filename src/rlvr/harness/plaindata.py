@@ -76,7 +76,9 @@ def encode(x: Any, *, convert: bool = False, _depth: int = 0) -> Any:
     if t is tuple:
         return {"tuple": [encode(v, convert=convert, _depth=d) for v in x]}
     if t is dict:
-        return {"dict": [[encode(k, convert=convert, _depth=d), encode(v, convert=convert, _depth=d)] for k, v in x.items()]}
+        return {
+            "dict": [[encode(k, convert=convert, _depth=d), encode(v, convert=convert, _depth=d)] for k, v in x.items()]
+        }
     if t is set or t is frozenset:
         return {t.__name__: [encode(v, convert=convert, _depth=d) for v in x]}
     if t is complex:
