@@ -8,7 +8,7 @@ The rule (docs/code.md, "Extraction"):
    defined: when the code defines `def ENTRY_POINT` at its top level, it follows the prompt as a
    module of its own (its definition replaces the prompt's stub); otherwise it continues the prompt
    as the function's body (HumanEval's completion convention), indented by four spaces if that is
-   what makes it parse;
+   what makes it parse (never code with definitions of its own, which would nest them in the stub);
 3. a program that does not parse, or that defines no `ENTRY_POINT` with a body, is an unparseable
    answer (status "unparseable_answer").
 
@@ -70,7 +70,10 @@ def build_program(code: str, prompt: str, entry: str) -> tuple[str | None, str]:
             return program, "defines the function"
         return code, "defines the function (without the prompt, which does not parse before it)"
     body = code if code.endswith("\n") else code + "\n"
-    for candidate in (body, textwrap.indent(textwrap.dedent(body), "    ")):
+    forms = [body]
+    if own is None or not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in own.body):
+        forms.append(textwrap.indent(textwrap.dedent(body), "    "))  # a body written flush left; never a module's defs
+    for candidate in forms:
         program = prompt + candidate
         tree = _parse(program)
         if tree is not None and _defines(tree, entry):

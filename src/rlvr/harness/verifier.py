@@ -150,8 +150,11 @@ class _Session:
     def _lost(self, e: WorkerError, what: str) -> CandidateError:
         """The worker is gone (WorkerProcess killed it): a timeout of the problem, or the solution's failure."""
         self.worker = None
-        if time.monotonic() >= self.deadline:
+        now = time.monotonic()
+        if now >= self.deadline:
             raise _Timeout(f"the problem's {self.verifier.timeout_s:g} s ran out") from e
+        if now >= self.test_deadline:
+            return CandidateError(f"{what}: the test ran past its {self.test_timeout_s:g} s")
         return CandidateError(f"{what}: {e}")
 
     def _ensure(self) -> WorkerProcess:
