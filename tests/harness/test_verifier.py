@@ -145,3 +145,19 @@ def test_every_canonical_humaneval_solution_is_accepted(os_sandbox):
         rejected = {k: v.verify(p["canonical_solution"], p) for k, p in problems.items()}
     rejected = {k: r for k, r in rejected.items() if not r.correct}
     assert len(problems) == 164 and not rejected, rejected
+
+
+def test_the_jail_holds_no_test_and_no_other_part_of_rlvr(verifier):
+    """The solution walks the jail's /opt and /tmp: only the harness's own source is there (no task data,
+    no test file); the asserts run on the trusted side, so the verdict says whether that held."""
+    probe = {
+        "prompt": "def files(root):\n    'Every file under root.'\n",
+        "entry_point": "files",
+        "test": "def check(candidate):\n"
+        "    assert candidate('/opt') and all(p.startswith('/opt/rlvr/rlvr/harness/') for p in candidate('/opt'))\n"
+        "    assert not [p for p in candidate('/opt') if p.endswith(('.json', '.jsonl', '.gz', '.csv'))]\n"
+        "    assert candidate('/tmp') == []\n",
+    }
+    code = "import os\ndef files(root):\n    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]\n"
+    v = verifier.verify(fenced(code), probe)
+    assert v.status == "correct", v

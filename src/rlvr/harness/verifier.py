@@ -16,6 +16,7 @@ is never reused for another) and is safe to share between threads.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import math
 import os
@@ -118,7 +119,8 @@ def require_jail() -> Backend:
         raise JailUnavailable(f"the code verifier needs bubblewrap (apt-get install bubblewrap): {e}") from e
     if backend.kind != "bwrap":  # detect() never returns anything else; never run solutions unjailed
         raise JailUnavailable("the code verifier needs bubblewrap (apt-get install bubblewrap)")
-    return backend
+    # Only rlvr/harness/ is mounted: the rest of the package (tasks' vendored data among it) stays outside.
+    return dataclasses.replace(backend, expose="harness")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -198,6 +198,7 @@ class Backend:
     seccomp: bool = False
     tmpfs_size: bool = True  # bwrap >= 0.8 can cap the size of /tmp
     python: str = field(default_factory=_base_python)
+    expose: str = ""  # the part of the rlvr package the jail sees: "" all of it, or one subfolder (e.g. "harness")
 
     @property
     def pkg_root(self) -> str:
@@ -218,7 +219,7 @@ class Backend:
             a += ["--unshare-all", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]
         a += ["--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
         binds, hide = _runtime_mounts()
-        pkg_dest = f"{JAIL_PKG_ROOT}/rlvr"
+        pkg_dest = f"{JAIL_PKG_ROOT}/rlvr" + (f"/{self.expose}" if self.expose else "")
         extra = [self.setpriv] if self.privileged and self.setpriv else []
         for d in _parents(binds + [pkg_dest] + extra, binds):
             a += ["--perms", "0755", "--dir", d]
@@ -227,7 +228,7 @@ class Backend:
                 a += ["--symlink", os.readlink(top), top]
         for b in binds + extra:
             a += ["--ro-bind", b, b]
-        a += ["--ro-bind", str(_package_dir()), pkg_dest]
+        a += ["--ro-bind", str(_package_dir() / self.expose), pkg_dest]
         for h in hide:
             a += ["--tmpfs", h]
         a += ["--dev", "/dev", "--perms", "1777"]
