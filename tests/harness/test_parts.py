@@ -179,9 +179,16 @@ def test_a_failing_test_does_not_stop_the_others():
 def test_the_prompts_helpers_are_the_trusted_ones_and_the_entry_name_is_the_candidate():
     test = "def check(candidate):\n    assert candidate(2) == helper(2)\n    assert f(3) == helper(3)\n"
     t = TrustedCheck.build(HELPER_PROMPT, test, "f")
-    assert t.total == 1  # only the first mentions `candidate`; the second still runs and its failure is a set-up error
+    assert t.total == 2  # `f(3)` calls the solution too
     run = t.run(lambda x: x, lambda i: None)
-    assert run.passed == 1 and not run.setup_errors
+    assert run.passed == 2 and not run.setup_errors
+
+
+def test_top_level_asserts_without_check_are_its_body():
+    test = "import math\nassert f(4) == 2\nassert math.isclose(f(9), 3)\nassert True\n"
+    t = TrustedCheck.build(HELPER_PROMPT, test, "f")
+    assert t.total == 2
+    assert t.run(lambda x: x**0.5, lambda i: None).passed == 2
 
 
 def test_abort_ends_the_run_and_is_kept():
@@ -205,7 +212,7 @@ def test_a_test_cannot_swallow_abort():
 
 @pytest.mark.parametrize(
     ("test", "why"),
-    [("x = 1\n", "defines no check"), ("def check(candidate):\n    assert True\n", "no statement that calls"),
+    [("x = 1\n", "no statement that calls"), ("def check(candidate):\n    assert True\n", "no statement that calls"),
      ("def check(:\n", "does not parse"), ("def check():\n    pass\n", "takes no candidate")],
 )  # fmt: skip
 def test_unusable_problems(test, why):

@@ -161,3 +161,16 @@ def test_the_jail_holds_no_test_and_no_other_part_of_rlvr(verifier):
     code = "import os\ndef files(root):\n    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]\n"
     v = verifier.verify(fenced(code), probe)
     assert v.status == "correct", v
+
+
+def test_an_mbpp_style_test_of_top_level_asserts(verifier):
+    problem = {
+        "prompt": "",
+        "entry_point": "remove_occ",
+        "test": 'assert remove_occ("hello", "l") == "heo"\nassert remove_occ("abcda", "a") == "bcd"\n',
+    }
+    good = fenced("def remove_occ(s, ch):\n    return s.replace(ch, '')")
+    bad = fenced("def remove_occ(s, ch):\n    return s.replace(ch, '', 1)")
+    assert verifier.verify(good, problem).status == "correct"
+    assert (verifier.verify(bad, problem).passed, naive_verify_humaneval(bad, problem).status) == (0, "wrong")
+    assert naive_verify_humaneval(good, problem).status == "correct"

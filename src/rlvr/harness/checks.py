@@ -5,8 +5,9 @@ may rely on helpers that come with the prompt (HumanEval/32's `poly`, /38's `enc
 - the prompt's own top-level statements other than the stub of the entry point (its imports and
   helpers) and the test's top-level statements other than calls of `check` run in a fresh namespace of
   the TRUSTED process, so the tests use the prompt's helpers, never the solution's versions;
-- each top-level statement of `check` that mentions `candidate` is one test; the others (imports,
-  set-up, `assert True`) run but do not count. `check` is rewritten so that each statement runs under
+- each top-level statement of `check` that mentions `candidate` (or the entry point by name) is one
+  test; the others (imports, set-up, `assert True`) run but do not count. A test with no `check`
+  (top-level asserts, MBPP's style) is read as the body of one. `check` is rewritten so that each statement runs under
   its own try: any exception (an AssertionError, the solution's error, a timeout) fails that test and
   the next one runs; `Abort` (the problem's deadline, an infrastructure failure) ends the run;
 - `candidate` is whatever callable the caller passes (the verifier's proxy to the jailed solution); the
@@ -97,9 +98,11 @@ class TrustedCheck:
         except (SyntaxError, ValueError) as e:
             raise ProblemError(f"the problem's prompt or test does not parse: {e}") from e
         checks = [n for n in test_tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
-        if not checks:
-            raise ProblemError("the problem's test defines no check(candidate)")
-        chk = checks[-1]
+        if checks:
+            chk = checks[-1]
+        else:  # top-level asserts (MBPP's test_list style): they become check's body
+            chk = ast.parse("def check(candidate):\n    pass\n").body[0]  # type: ignore[assignment]
+            chk.body, test_tree.body = test_tree.body or chk.body, []
         if not chk.args.args:
             raise ProblemError("check() takes no candidate")
         cand = chk.args.args[0].arg
@@ -117,7 +120,8 @@ class TrustedCheck:
         counted = 0
         body: list[ast.stmt] = []
         for stmt in chk.body:
-            is_test = _mentions(stmt, cand) and not isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            calls = _mentions(stmt, cand) or _mentions(stmt, entry)
+            is_test = calls and not isinstance(stmt, ast.FunctionDef | ast.ClassDef)
             counted += is_test
             body.append(_wrap(stmt, counted if is_test else None))
         chk.body = body
@@ -127,7 +131,7 @@ class TrustedCheck:
         except (SyntaxError, ValueError, TypeError) as e:
             raise ProblemError(f"the problem's test does not compile: {e}") from e
         if counted == 0:
-            raise ProblemError("check() has no statement that calls the candidate")
+            raise ProblemError(f"the test has no statement that calls the candidate (or {entry})")
         return cls(setup, check, counted, entry)
 
     def run(self, candidate: Callable[..., Any], begin: Callable[[int | None], None]) -> CheckRun:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import time
@@ -24,8 +25,10 @@ NAIVE_SCRIPT = "harness/naive_boot.py"
 
 
 def naive_program(program: str, test: str, entry: str) -> str:
-    """The one file the naive harness runs: the solution's program, the test, then `check(entry)`."""
-    return f"{program}\n\n{test}\n\ncheck({entry})\n"
+    """The one file the naive harness runs: the solution's program, the test, then `check(entry)` (when
+    the test defines `check`; top-level asserts run as they are)."""
+    call = f"check({entry})\n" if re.search(r"^def check\(", test, re.M) else ""
+    return f"{program}\n\n{test}\n\n{call}"
 
 
 def naive_verify_humaneval(
