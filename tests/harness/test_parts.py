@@ -3,9 +3,12 @@ split of HumanEval's check() into tests."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, OrderedDict, namedtuple
+from decimal import Decimal
 from enum import IntEnum
+from fractions import Fraction
 
 import pytest
 
@@ -19,12 +22,18 @@ from rlvr.harness.plaindata import PlainDataError, decode, encode
 @pytest.mark.parametrize(
     "value",
     [None, True, False, 0, -7, 10**40, 1.5, -0.0, "", "é\x00\ud800", b"\x00\xff", 2 + 3j, [], (), {}, set(),
-     frozenset(), [1, (2, [3, {4: (5,)}])], {(1, "a"): [None, {True}], 2: frozenset({1.5})}, [math.inf, -math.inf]],
+     frozenset(), [1, (2, [3, {4: (5,)}])], Fraction(-3, 4),
+     Decimal("1.10"), {(1, "a"): [None, {True}], 2: frozenset({1.5})}, [math.inf, -math.inf]],
 )  # fmt: skip
 def test_plain_data_round_trips_with_exact_types(value):
     back = decode(encode(value))
     assert back == value and type(back) is type(value)
     assert repr(back) == repr(value)  # -0.0 stays -0.0; True stays True, not 1
+
+
+def test_huge_ints_round_trip():
+    for x in (7**9000, -(7**9000), 10**3000):
+        assert decode(json.loads(json.dumps(encode(x)))) == x
 
 
 def test_nan_round_trips():
@@ -94,7 +103,8 @@ def _nest(n: int):
 @pytest.mark.parametrize(
     "forged",
     [{"tuple": [1], "x": 1}, {"type": "Anything"}, {"float": "NaN!"}, {"set": [[1]]}, {"dict": [[1]]}, {"bytes": "zz"},
-     {"tuple": 5}, {"__eq__": True}, "NaN"],
+     {"tuple": 5}, {"__eq__": True}, {"fraction": [1, 0]}, {"fraction": [1.5, 2]}, {"int": "xyz"}, {"decimal": "x"},
+     "NaN"],
 )  # fmt: skip
 def test_decode_accepts_only_what_encode_writes(forged):
     if forged == "NaN":  # a bare string stays a string

@@ -1,7 +1,7 @@
 """Plain data across the jail's wall: `encode` turns a value into JSON-able data, `decode` rebuilds it.
 
-Only values of EXACT built-in types cross: None, bool, int, float, complex, str, bytes, and lists,
-tuples, dicts, sets and frozensets of them. JSON carries None, bool, int, float, str and list as
+Only values of EXACT built-in types cross: None, bool, int, float, complex, str, bytes, `Fraction`,
+`Decimal`, and lists, tuples, dicts, sets and frozensets of them. JSON carries None, bool, int, float, str and list as
 themselves; every other type is a one-key object (`{"tuple": [...]}`, `{"dict": [[k, v], ...]}`,
 `{"float": "nan"}`, ...). `decode` accepts nothing else, so no object with its own `__eq__`, `__hash__`
 or `__bool__` can reach the side that compares. `encode(..., convert=True)` (the jail side, on a
@@ -20,11 +20,14 @@ True
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "PlainDataError", "decode", "encode"]
 
 MAX_DEPTH = 64  # nesting deeper than this (or a cycle) is refused on both sides
+_BIG_INT_BITS = 13_000  # about 3,900 decimal digits
 _SPECIAL_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -66,8 +69,10 @@ def encode(x: Any, *, convert: bool = False, _depth: int = 0) -> Any:
     if _depth > MAX_DEPTH:
         raise PlainDataError(f"nested deeper than {MAX_DEPTH} levels")
     t = type(x)
-    if x is None or t is bool or t is str or t is int:
+    if x is None or t is bool or t is str:
         return x
+    if t is int:  # beyond ~4,000 digits as hex: json's decimal conversion is capped (sys.int_info)
+        return x if x.bit_length() <= _BIG_INT_BITS else {"int": hex(x)}
     if t is float:
         return _float(x)
     d = _depth + 1
@@ -85,6 +90,10 @@ def encode(x: Any, *, convert: bool = False, _depth: int = 0) -> Any:
         return {"complex": [_float(x.real), _float(x.imag)]}
     if t is bytes:
         return {"bytes": x.hex()}
+    if t is Fraction:
+        return {"fraction": [encode(x.numerator), encode(x.denominator)]}
+    if t is Decimal:
+        return {"decimal": str(x)}
     if convert:
         y = _convert(x)
         if type(y) is t:  # a built-in's method handed back the subclass: refuse rather than loop
@@ -121,6 +130,15 @@ def decode(j: Any, _depth: int = 0) -> Any:
             return complex(_scalar_float(v[0]), _scalar_float(v[1]))
         if tag == "bytes" and type(v) is str:
             return bytes.fromhex(v)
+        if tag == "int" and type(v) is str and len(v) <= _BIG_INT_BITS:
+            return int(v, 16)
+        if tag == "decimal" and type(v) is str and len(v) <= 10_000:
+            return Decimal(v)
+        if tag == "fraction" and type(v) is list and len(v) == 2:
+            num, den = (decode(n, d) for n in v)
+            if type(num) is not int or type(den) is not int:
+                raise PlainDataError("malformed fraction")
+            return Fraction(num, den)
         if type(v) is not list:
             raise PlainDataError(f"malformed {tag!r}")
         if tag == "tuple":
@@ -133,6 +151,6 @@ def decode(j: Any, _depth: int = 0) -> Any:
             if not all(type(p) is list and len(p) == 2 for p in v):
                 raise PlainDataError("malformed dict")
             return {decode(k, d): decode(x, d) for k, x in v}
-    except (TypeError, ValueError) as e:  # an unhashable key or member, a bad hex string
+    except (TypeError, ValueError, ZeroDivisionError, InvalidOperation) as e:  # unhashable, bad hex, 1/0
         raise PlainDataError(f"malformed {tag!r}: {e}") from e
     raise PlainDataError(f"unknown tag {str(tag)[:40]!r}")
