@@ -42,26 +42,28 @@ def _float(x: float) -> Any:
 
 
 def _convert(x: Any) -> Any:
-    """A subclass instance of a built-in type as the base type, through the base type's own methods."""
-    if isinstance(x, int):
+    """A subclass instance of a built-in type as the base type, through the base type's own methods.
+    `issubclass(type(x), ...)`, never `isinstance`, which a `__class__` property can fool."""
+    t = type(x)
+    if issubclass(t, int):
         return int.__int__(x)
-    if isinstance(x, float):
+    if issubclass(t, float):
         return float.__float__(x)
-    if isinstance(x, str):
+    if issubclass(t, str):
         return str.__str__(x)
-    if isinstance(x, bytes):
+    if issubclass(t, bytes):
         return bytes(memoryview(x))
-    if isinstance(x, tuple):
+    if issubclass(t, tuple):
         return tuple(tuple.__iter__(x))
-    if isinstance(x, list):
+    if issubclass(t, list):
         return list(list.__iter__(x))
-    if isinstance(x, dict):
+    if issubclass(t, dict):
         return {k: dict.__getitem__(x, k) for k in dict.__iter__(x)}
-    if isinstance(x, frozenset):
+    if issubclass(t, frozenset):
         return frozenset(frozenset.__iter__(x))
-    if isinstance(x, set):
+    if issubclass(t, set):
         return set(set.__iter__(x))
-    raise PlainDataError(f"an object of type {type(x).__name__[:60]} is not plain data")
+    raise PlainDataError(f"an object of type {t.__name__[:60]} is not plain data")
 
 
 def encode(x: Any, *, convert: bool = False, _depth: int = 0) -> Any:
