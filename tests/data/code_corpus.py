@@ -35,6 +35,8 @@ CASES: list[dict[str, str]] = [
      "completion": fenced("class Length(int):\n    pass\n\ndef strlen(string):\n    return Length(len(string))")},
     {"problem": "HumanEval/23", "kind": "correct", "family": "rewritten", "note": "prints while it works (output goes nowhere)",
      "completion": fenced("def strlen(string):\n    print('counting', string)\n    return sum(1 for _ in string)")},
+    {"problem": "HumanEval/23", "kind": "correct", "family": "rewritten", "note": "a stray input() inside try (stdin is empty in both harnesses)",
+     "completion": fenced("try:\n    DEBUG = input()\nexcept EOFError:\n    DEBUG = ''\n\ndef strlen(string):\n    return len(string)")},
     {"problem": "HumanEval/29", "kind": "correct", "family": "rewritten", "note": "list(filter(...)) with a lambda",
      "completion": fenced("from typing import List\n\ndef filter_by_prefix(strings: List[str], prefix: str) -> List[str]:\n    return list(filter(lambda s: s[:len(prefix)] == prefix, strings))")},
     {"problem": "HumanEval/32", "kind": "correct", "family": "canonical", "note": "uses the prompt's poly(); the test's poly is the trusted copy",

@@ -6,11 +6,12 @@ standard library and `plaindata.py` from its own folder. It holds no test and no
 the host sends arguments, this process sends back what the solution returned, and the host compares.
 Everything after `load` runs untrusted code in this process, so the host trusts nothing it writes.
 
-Protocol (one JSON object per line; replies on a duplicate of the original stdout, while fd 1 and 2
-point at /dev/null): first `{"ready": true, "uid": N}`; then `{"op": "load", "source": ..., "entry":
-NAME}` -> `{"ok": true}` | `{"ok": false, "error": ...}`; then any number of `{"op": "call", "id": k,
-"args": [...], "kwargs": {...}}` (arguments in `plaindata` encoding) -> `{"id": k, "ok": true,
-"value": ...}` | `{"id": k, "ok": false, "type": EXCEPTION_NAME, "error": ...}`.
+Protocol (one JSON object per line; requests on a duplicate of the original stdin, replies on a
+duplicate of the original stdout, while fds 0, 1 and 2 point at /dev/null): first `{"ready": true,
+"uid": N}`; then `{"op": "load", "source": ..., "entry": NAME}` -> `{"ok": true}` | `{"ok": false,
+"error": ...}`; then any number of `{"op": "call", "id": k, "args": [...], "kwargs": {...}}` (arguments
+in `plaindata` encoding) -> `{"id": k, "ok": true, "value": ...}` | `{"id": k, "ok": false, "type":
+EXCEPTION_NAME, "error": ...}`.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ def main(argv: list[str]) -> int:
 
     sys.path.remove(here)
     proto = os.dup(1)
+    inp = os.fdopen(os.dup(0), "rb")  # requests on a private fd; the solution's stdin is /dev/null (input() -> EOF)
     devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
     os.dup2(devnull, 1)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    inp = sys.stdin.buffer
 
     def send(obj: dict[str, Any]) -> None:
         data = (json.dumps(obj) + "\n").encode()
