@@ -174,3 +174,18 @@ def test_an_mbpp_style_test_of_top_level_asserts(verifier):
     assert verifier.verify(good, problem).status == "correct"
     assert (verifier.verify(bad, problem).passed, naive_verify_humaneval(bad, problem).status) == (0, "wrong")
     assert naive_verify_humaneval(good, problem).status == "correct"
+
+
+def test_idle_workers_are_ended_and_come_back_with_the_next_call(os_sandbox):
+    with CodeVerifier(workers=2, idle_s=0.5) as v:
+        deadline = time.monotonic() + 10
+        while not v._ready.full() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert v._ready.full()
+        time.sleep(1.0)
+        assert v._ready.empty()  # ended while idle
+        assert v.verify("    import math\n    return math.gcd(a, b)\n", GCD).status == "correct"
+        deadline = time.monotonic() + 10
+        while not v._ready.full() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert v._ready.full()  # started again after the call

@@ -217,15 +217,17 @@ class CodeVerifier:
 
     `workers` jailed interpreters are kept started ahead of use by a background thread (it owns them:
     bubblewrap's --die-with-parent follows the thread that started it, so that thread lives until
-    `close()`). A solution's worker is never reused for another solution (its code may have patched
-    modules, left threads or handlers behind); within one solution a crash or a kill brings a fresh
-    worker, with the solution loaded again, for the next test. Thread-safe; a context manager.
+    `close()`); after `idle_s` seconds without a call they are ended, and started again by the next.
+    A solution's worker is never reused for another solution (its code may have patched modules, left
+    threads or handlers behind); within one solution a crash or a kill brings a fresh worker, with the
+    solution loaded again, for the next test. Thread-safe; a context manager.
     Raises `JailUnavailable` where bubblewrap cannot run."""
 
     def __init__(
         self,
         *,
         workers: int = 2,
+        idle_s: float = 30.0,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         test_timeout_s: float = DEFAULT_TEST_TIMEOUT_S,
         limits: Mapping[str, int] | None = None,
@@ -234,7 +236,9 @@ class CodeVerifier:
         self.timeout_s, self.test_timeout_s = timeout_s, test_timeout_s
         self.limits = {**DEFAULT_LIMITS, **(limits or {})}
         self._ready: queue.Queue[WorkerProcess] = queue.Queue(maxsize=max(workers, 1))
-        self._closed = threading.Event()
+        self._closed, self._wake = threading.Event(), threading.Event()
+        self.idle_s = idle_s
+        self._last_use = time.monotonic()
         self._filler: threading.Thread | None = None
         if workers > 0:
             self._filler = threading.Thread(target=self._fill, name="rlvr-code-workers", daemon=True)
@@ -262,20 +266,35 @@ class CodeVerifier:
         return w
 
     def _fill(self) -> None:
+        """Keep the queue of started workers full while the verifier is in use; after `idle_s` without a
+        call, end them and sleep until the next call (or `close`)."""
         while not self._closed.is_set():
+            if time.monotonic() - self._last_use > self.idle_s:
+                self._drain()
+                self._wake.clear()
+                if time.monotonic() - self._last_use > self.idle_s:
+                    self._wake.wait()
+                continue
+            if self._ready.full():
+                self._closed.wait(0.1)
+                continue
             try:
                 w = self._spawn(time.monotonic() + SPAWN_TIMEOUT_S)
             except WorkerError:
-                self._closed.wait(1.0)  # callers spawn for themselves (and report the error) meanwhile
+                self._closed.wait(1.0)  # callers start jails themselves (and report the error) meanwhile
                 continue
-            while not self._closed.is_set():
-                try:
-                    self._ready.put(w, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
-            else:
+            try:
+                self._ready.put_nowait(w)
+            except queue.Full:
                 w.close()
+        self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self._ready.get_nowait().close()
+            except queue.Empty:
+                return
 
     def _take(self, deadline: float) -> WorkerProcess:
         while True:
@@ -297,6 +316,8 @@ class CodeVerifier:
         """The verdict on `completion` for a HumanEval problem (`prompt`, `test`, `entry_point`)."""
         if self._closed.is_set():
             raise RuntimeError("this CodeVerifier is closed")
+        self._last_use = time.monotonic()
+        self._wake.set()
         start = time.monotonic()
         prompt, test, entry = problem["prompt"], problem["test"], problem["entry_point"]
         code = extract_code(completion)
@@ -327,15 +348,12 @@ class CodeVerifier:
         return CodeVerdict("wrong", passed, total, f"{passed}/{total} tests passed{first}", code)
 
     def close(self) -> None:
-        """Stop the background starter and end every ready worker."""
+        """Stop the background starter and end every started worker."""
         self._closed.set()
+        self._wake.set()
         if self._filler is not None and self._filler is not threading.current_thread():
             self._filler.join(timeout=SPAWN_TIMEOUT_S + 1)
-        while True:
-            try:
-                self._ready.get_nowait().close()
-            except queue.Empty:
-                break
+        self._drain()
 
 
 _shared: CodeVerifier | None = None
