@@ -135,9 +135,10 @@ class CandidateError(SolutionFailure):
 class _Session:
     """One solution against one problem: the proxy `candidate`, its worker(s) and its deadlines."""
 
-    def __init__(self, verifier: CodeVerifier, program: str, entry: str, deadline: float, test_timeout_s: float):
+    def __init__(self, verifier: CodeVerifier, program: str, entry: str, start: float, timeout_s: float):
         self.verifier, self.program, self.entry = verifier, program, entry
-        self.deadline, self.test_timeout_s = deadline, test_timeout_s
+        self.timeout_s, self.test_timeout_s = timeout_s, verifier.test_timeout_s
+        self.deadline = deadline = start + timeout_s
         self.test_deadline = deadline
         self.worker: WorkerProcess | None = None
         self.load_error: str | None = None
@@ -146,7 +147,7 @@ class _Session:
     def begin(self, index: int | None) -> None:
         now = time.monotonic()
         if now >= self.deadline:
-            raise _Timeout(f"the problem's {self.verifier.timeout_s:g} s ran out")
+            raise _Timeout(f"the problem's {self.timeout_s:g} s ran out")
         self.test_deadline = self.deadline if index is None else min(self.deadline, now + self.test_timeout_s)
 
     def _lost(self, e: WorkerError, what: str) -> CandidateError:
@@ -154,34 +155,38 @@ class _Session:
         self.worker = None
         now = time.monotonic()
         if now >= self.deadline:
-            raise _Timeout(f"the problem's {self.verifier.timeout_s:g} s ran out") from e
+            raise _Timeout(f"the problem's {self.timeout_s:g} s ran out") from e
         if now >= self.test_deadline:
             return CandidateError(f"{what}: the test ran past its {self.test_timeout_s:g} s")
         return CandidateError(f"{what}: {e}")
 
     def _ensure(self) -> WorkerProcess:
+        """The worker with the solution loaded: the current one, or a fresh one (after a crash or a kill)."""
         if self.load_error is not None:
             raise CandidateError(self.load_error)
         if self.worker is not None and self.worker.alive():
             return self.worker
-        self.worker = self.verifier._take(self.test_deadline)
+        worker = self.verifier._take(self.test_deadline)
         try:
-            reply = self.worker.request(
-                {"op": "load", "source": self.program, "entry": self.entry}, self._left(), 64 << 10
-            )
+            reply = worker.request({"op": "load", "source": self.program, "entry": self.entry}, self._left(), 64 << 10)
         except WorkerError as e:
-            self.load_error = str(self._lost(e, "the solution failed at import"))
+            self.load_error = str(self._lost(e, "the solution fails at import"))
             raise CandidateError(self.load_error) from e
+        except BaseException:
+            worker.close()
+            raise
         if reply.get("ok") is not True:
+            worker.close()
             self.load_error = f"the solution fails at import: {str(reply.get('error'))[:300]}"
             raise CandidateError(self.load_error)
-        return self.worker
+        self.worker = worker
+        return worker
 
     def _left(self) -> float:
         left = self.test_deadline - time.monotonic()
         if left <= 0:
             if time.monotonic() >= self.deadline:
-                raise _Timeout(f"the problem's {self.verifier.timeout_s:g} s ran out")
+                raise _Timeout(f"the problem's {self.timeout_s:g} s ran out")
             raise CandidateError(f"the test ran past its {self.test_timeout_s:g} s")
         return left
 
@@ -328,7 +333,7 @@ class CodeVerifier:
         program, why = build_program(code, prompt, entry)
         if program is None:
             return CodeVerdict("unparseable_answer", 0, check.total, why, None)
-        session = _Session(self, program, entry, start + (timeout_s or self.timeout_s), self.test_timeout_s)
+        session = _Session(self, program, entry, start, timeout_s or self.timeout_s)
         try:
             run = check.run(session, session.begin)
         except ProblemError as e:
