@@ -5,10 +5,11 @@ The rule (docs/code.md, "Extraction"):
    the last fenced block with no label; a block still open at the end of the text runs to the end;
    with no fence at all, the whole completion. Blocks labelled with another language are never code;
 2. the program is the problem's prompt followed by the code, so the prompt's imports and helpers are
-   defined: when the code defines `def ENTRY_POINT` at its top level, it follows the prompt as a
-   module of its own (its definition replaces the prompt's stub); otherwise it continues the prompt
-   as the function's body (HumanEval's completion convention), indented by four spaces if that is
-   what makes it parse (never code with definitions of its own, which would nest them in the stub);
+   defined: when the code defines `def ENTRY_POINT` (or assigns `ENTRY_POINT = ...`) at its top level,
+   it follows the prompt as a module of its own (its definition replaces the prompt's stub); otherwise
+   it continues the prompt as the function's body (HumanEval's completion convention), indented by
+   four spaces if that is what makes it parse (never code with definitions of its own, which would
+   nest them in the stub);
 3. a program that does not parse, or that defines no `ENTRY_POINT` with a body, is an unparseable
    answer (status "unparseable_answer").
 
@@ -45,11 +46,20 @@ def extract_code(completion: str) -> str:
 
 
 def _defines(tree: ast.Module, entry: str) -> bool:
-    """Whether the module's last top-level definition of `entry` is a function with a real body."""
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == entry]
+    """Whether the module's last top-level definition of `entry` is a function with a real body, or an
+    assignment (`entry = lambda ...`, `entry = Solution().solve`)."""
+    defs = [
+        n
+        for n in tree.body
+        if (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == entry)
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == entry for t in n.targets))
+    ]
     if not defs:
         return False
-    body = defs[-1].body
+    last = defs[-1]
+    if isinstance(last, ast.Assign):
+        return True
+    body = last.body
     stub = len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
     return not stub
 
