@@ -170,10 +170,12 @@ check(f)
 HELPER_PROMPT = "def helper(x):\n    return x\n\n\ndef f(xs):\n    'Sum.'\n"
 
 
-def test_each_statement_that_calls_the_candidate_is_one_test():
+def test_each_statement_that_calls_the_candidate_or_reads_its_result_is_one_test():
     t = TrustedCheck.build(HELPER_PROMPT, TEST, "f")
-    assert t.total == 3  # `assert True`, the imports and `result = ...`'s follower are not counted
-    assert t.run(sum, lambda i: None).passed == 3
+    assert t.total == 4  # `result = candidate(...)` and the assert that reads `result`; not `assert True`, imports
+    assert t.run(sum, lambda i: None).passed == 4
+    run = t.run(lambda xs: 0, lambda i: None)
+    assert run.passed == 1 and [i for i, _ in run.failures] == [1, 3, 4]  # `result = ...` itself passes
 
 
 def test_a_failing_test_does_not_stop_the_others():
@@ -183,7 +185,7 @@ def test_a_failing_test_does_not_stop_the_others():
         return sum(xs)
 
     run = TrustedCheck.build(HELPER_PROMPT, TEST, "f").run(half, lambda i: None)
-    assert run.passed == 2 and run.failures == [(1, "ValueError: no")]
+    assert run.passed == 3 and run.failures == [(1, "ValueError: no")]
 
 
 def test_the_prompts_helpers_are_the_trusted_ones_and_the_entry_name_is_the_candidate():

@@ -189,3 +189,15 @@ def test_idle_workers_are_ended_and_come_back_with_the_next_call(os_sandbox):
         while not v._ready.full() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert v._ready.full()  # started again after the call
+
+
+def test_a_failing_statement_outside_the_tests_still_fails_the_solution(verifier):
+    problem = {
+        "prompt": "",
+        "entry_point": "f",
+        "test": "def check(candidate):\n    globals()['r'] = candidate(1)\n    assert r == 2\n",  # taint cannot see `r`
+    }
+    v = verifier.verify(fenced("def f(x):\n    return x"), problem)
+    assert (v.status, v.passed, v.total) == ("wrong", 1, 2), v
+    assert "outside the tests: AssertionError" in v.reason
+    assert verifier.verify(fenced("def f(x):\n    return 2 * x"), problem).status == "correct"

@@ -5,8 +5,9 @@ may rely on helpers that come with the prompt (HumanEval/32's `poly`, /38's `enc
 - the prompt's own top-level statements other than the stub of the entry point (its imports and
   helpers) and the test's top-level statements other than calls of `check` run in a fresh namespace of
   the TRUSTED process, so the tests use the prompt's helpers, never the solution's versions;
-- each top-level statement of `check` that mentions `candidate` (or the entry point by name) is one
-  test; the others (imports, set-up, `assert True`) run but do not count. A test with no `check`
+- each top-level statement of `check` that mentions `candidate` (or the entry point by name, or a
+  name that an earlier test assigned) is one test; the others (imports, set-up, `assert True`) run but
+  do not count, and one of them that fails anyway counts as a failed test (`setup_errors`). A test with no `check`
   (top-level asserts, MBPP's style) is read as the body of one. `check` is rewritten so that each statement runs under
   its own try: any exception (an AssertionError, the solution's error, a timeout) fails that test and
   the next one runs; `Abort` (the problem's deadline, an infrastructure failure) ends the run;
@@ -119,9 +120,12 @@ class TrustedCheck:
         rest = [n for n in test_tree.body if n is not chk and not is_call_of_check(n)]
         counted = 0
         body: list[ast.stmt] = []
+        tainted = {cand, entry}  # names that hold what the solution returned (`r = candidate(x)`; `assert r == 3`)
         for stmt in chk.body:
-            calls = _mentions(stmt, cand) or _mentions(stmt, entry)
-            is_test = calls and not isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            is_test = any(_mentions(stmt, name) for name in tainted)
+            is_test = is_test and not isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            if is_test:
+                tainted |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             counted += is_test
             body.append(_wrap(stmt, counted if is_test else None))
         chk.body = body

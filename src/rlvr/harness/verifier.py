@@ -340,8 +340,10 @@ class CodeVerifier:
             return CodeVerdict("unparseable_gold", 0, check.total, str(e), code)
         finally:
             session.close()
-        passed, total = run.passed, check.total
+        passed, total = run.passed, check.total + len(run.setup_errors)  # a failing non-test statement fails too
         first = f"; test {run.failures[0][0]}: {run.failures[0][1]}" if run.failures else ""
+        if run.setup_errors and not first:
+            first = f"; a statement of check() outside the tests: {run.setup_errors[0]}"
         if isinstance(run.aborted, _Timeout):
             return CodeVerdict("timeout", passed, total, f"{run.aborted} after {passed}/{total} tests passed", code)
         if isinstance(run.aborted, _Infra):
