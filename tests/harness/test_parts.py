@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import Counter, OrderedDict, namedtuple
 from decimal import Decimal
 from enum import IntEnum
@@ -34,6 +35,18 @@ def test_plain_data_round_trips_with_exact_types(value):
 def test_huge_ints_round_trip():
     for x in (7**9000, -(7**9000), 10**3000):
         assert decode(json.loads(json.dumps(encode(x)))) == x
+
+
+def test_a_hash_flooding_set_is_refused_quickly():
+    p = 2**61 - 1  # ints that differ by multiples of the modulus share one hash
+    flood = {"set": [1 + k * p for k in range(20_000)]}
+    start = time.perf_counter()
+    with pytest.raises(PlainDataError, match="share one hash"):
+        decode(flood)
+    with pytest.raises(PlainDataError, match="share one hash"):
+        decode({"dict": [[1 + k * p, 0] for k in range(20_000)]})
+    assert time.perf_counter() - start < 1.0
+    assert len(decode({"set": list(range(20_000))})) == 20_000
 
 
 def test_nan_round_trips():

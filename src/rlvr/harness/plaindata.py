@@ -24,9 +24,10 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "PlainDataError", "decode", "encode"]
+__all__ = ["MAX_DEPTH", "MAX_SAME_HASH", "PlainDataError", "decode", "encode"]
 
 MAX_DEPTH = 64  # nesting deeper than this (or a cycle) is refused on both sides
+MAX_SAME_HASH = 64  # elements of one set or dict sharing one hash (a hash-flooding reply is refused)
 _BIG_INT_BITS = 13_000  # about 3,900 decimal digits
 _SPECIAL_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
@@ -112,6 +113,19 @@ def _scalar_float(v: Any) -> float:
     raise PlainDataError("malformed float")
 
 
+def _hashable(items: list[Any]) -> list[Any]:
+    """`items` if hashing them is cheap: ints (and floats, tuples) can be chosen to share one hash, and
+    a set of n such values costs n^2 to build, so more than MAX_SAME_HASH elements with one hash are
+    refused (sorting the hashes costs n log n)."""
+    hashes = sorted(map(hash, items))
+    run = 1
+    for a, b in zip(hashes, hashes[1:], strict=False):
+        run = run + 1 if a == b else 1
+        if run > MAX_SAME_HASH:
+            raise PlainDataError(f"more than {MAX_SAME_HASH} elements of a set or dict share one hash")
+    return items
+
+
 def decode(j: Any, _depth: int = 0) -> Any:
     """The value `encode` encoded; raises `PlainDataError` on anything `encode` never writes."""
     if _depth > MAX_DEPTH:
@@ -146,13 +160,14 @@ def decode(j: Any, _depth: int = 0) -> Any:
         if tag == "tuple":
             return tuple(decode(x, d) for x in v)
         if tag == "set":
-            return {decode(x, d) for x in v}
+            return set(_hashable([decode(x, d) for x in v]))
         if tag == "frozenset":
-            return frozenset(decode(x, d) for x in v)
+            return frozenset(_hashable([decode(x, d) for x in v]))
         if tag == "dict":
             if not all(type(p) is list and len(p) == 2 for p in v):
                 raise PlainDataError("malformed dict")
-            return {decode(k, d): decode(x, d) for k, x in v}
+            keys = _hashable([decode(k, d) for k, _ in v])
+            return dict(zip(keys, (decode(x, d) for _, x in v), strict=True))
     except (TypeError, ValueError, ZeroDivisionError, InvalidOperation) as e:  # unhashable, bad hex, 1/0
         raise PlainDataError(f"malformed {tag!r}: {e}") from e
     raise PlainDataError(f"unknown tag {str(tag)[:40]!r}")
