@@ -70,10 +70,10 @@ def _summary(exc: BaseException) -> str:
 
 
 def _wrap(stmt: ast.stmt, index: int | None) -> ast.stmt:
-    """`try: _rlvr_test(index, None); STMT / except Abort: raise / except BaseException as e:
+    """`try: _rlvr_test(index, None); STMT / except (Abort, KeyboardInterrupt): raise / except BaseException as e:
     _rlvr_test(index, e) / else: _rlvr_test(index, True)` (index None for a set-up statement)."""
     tpl = ast.parse(
-        f"try:\n    {_HOOK}({index!r}, None)\n    pass\nexcept _rlvr_Abort:\n    raise\n"
+        f"try:\n    {_HOOK}({index!r}, None)\n    pass\nexcept (_rlvr_Abort, KeyboardInterrupt):\n    raise\n"
         f"except BaseException as _rlvr_e:\n    {_HOOK}({index!r}, _rlvr_e)\nelse:\n    {_HOOK}({index!r}, True)\n"
     ).body[0]
     assert isinstance(tpl, ast.Try)
