@@ -11,7 +11,8 @@ duplicate of the original stdout, while fds 0, 1 and 2 point at /dev/null): firs
 "uid": N}`; then `{"op": "load", "source": ..., "entry": NAME}` -> `{"ok": true}` | `{"ok": false,
 "error": ...}`; then any number of `{"op": "call", "id": k, "args": [...], "kwargs": {...}}` (arguments
 in `plaindata` encoding) -> `{"id": k, "ok": true, "value": ...}` | `{"id": k, "ok": false, "type":
-EXCEPTION_NAME, "error": ...}`.
+EXCEPTION_NAME, "error": ...}`; and for stdin/stdout programs `{"op": "run", "id": k, "source": ...,
+"stdin": TEXT}` -> `{"id": k, "ok": true, "stdout": TEXT, "error": null | ...}`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,41 @@ def _describe(exc: BaseException) -> str:
     except Exception:
         text = type(exc).__name__
     return text[:MAX_ERROR_CHARS]
+
+
+def _run(msg: dict[str, Any], devnull: int) -> dict[str, Any]:
+    """Run a whole program as `__main__` with `msg["stdin"]` on fd 0 and fd 1 captured (stdin/stdout
+    mode): the reply carries what it printed (at most RLIMIT_FSIZE; more kills the worker) and the
+    error that ended it, if any (a SystemExit with status 0 or None is not an error)."""
+    with open("/tmp/.stdin", "wb") as f:
+        f.write(msg["stdin"].encode())
+    fd_in, fd_out = os.open("/tmp/.stdin", os.O_RDONLY), os.open("/tmp/.stdout", os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd_in, 0)
+    os.dup2(fd_out, 1)
+    os.close(fd_in)
+    saved = sys.stdin, sys.stdout
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 - restored below
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - flushed and restored below
+    error = None
+    try:
+        exec(compile(msg["source"], "<solution>", "exec", dont_inherit=True), {"__name__": "__main__"})
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            error = f"exit status {str(exc.code)[:100]}"
+    except BaseException as exc:  # noqa: BLE001 - the program's error fails its test
+        error = _describe(exc)
+    finally:
+        try:
+            sys.stdout.flush()
+        except BaseException:  # noqa: BLE001 - a stdout the program closed or replaced
+            pass
+        sys.stdin, sys.stdout = saved
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+    os.lseek(fd_out, 0, os.SEEK_SET)
+    out = os.read(fd_out, 2 << 20)
+    os.close(fd_out)
+    return {"id": msg["id"], "ok": True, "stdout": out.decode(errors="replace"), "error": error}
 
 
 def main(argv: list[str]) -> int:
@@ -101,6 +137,8 @@ def main(argv: list[str]) -> int:
                 send(reply)
             except ValueError as exc:  # an int too long for json (sys.get_int_max_str_digits)
                 send({"id": msg["id"], "ok": False, "type": "ValueError", "error": _describe(exc)})
+        elif msg["op"] == "run":
+            send(_run(msg, devnull))
         else:
             send({"id": msg.get("id"), "ok": False, "type": "RuntimeError", "error": "no solution loaded"})
     return 0
