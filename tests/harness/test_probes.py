@@ -32,8 +32,8 @@ def test_probes_cover_every_family_and_name_the_entry_point():
     assert all("def solve_it(" in p.completion or "solve_it" in p.completion for p in probes)
 
 
-@pytest.mark.parametrize("task_id", ["HumanEval/0", "HumanEval/32"])
-def test_probes_on_two_problems(task_id, os_sandbox):
+@pytest.mark.parametrize("task_id", ["HumanEval/32"])
+def test_probes_on_one_problem(task_id, os_sandbox):
     _check([p for p in PROBLEMS if p["task_id"] == task_id])
 
 
