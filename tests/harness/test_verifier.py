@@ -164,8 +164,7 @@ def test_the_jail_holds_no_test_and_no_other_part_of_rlvr(verifier):
 
 
 def test_an_mbpp_style_test_of_top_level_asserts(verifier):
-    problem = {
-        "prompt": "",
+    problem = {  # no prompt: MBPP has none
         "entry_point": "remove_occ",
         "test": 'assert remove_occ("hello", "l") == "heo"\nassert remove_occ("abcda", "a") == "bcd"\n',
     }

@@ -36,7 +36,7 @@ def naive_verify_humaneval(
 ) -> CodeVerdict:
     """The naive verdict (exit status 0 = correct, all tests counted as passed; anything else, or the
     deadline, = wrong with none passed), same extraction and return type as `verify_humaneval`."""
-    prompt, test, entry = problem["prompt"], problem["test"], problem["entry_point"]
+    prompt, test, entry = problem.get("prompt", ""), problem["test"], problem["entry_point"]
     try:
         total = _trusted(prompt, test, entry).total
     except ProblemError:

@@ -324,7 +324,7 @@ class CodeVerifier:
         self._last_use = time.monotonic()
         self._wake.set()
         start = time.monotonic()
-        prompt, test, entry = problem["prompt"], problem["test"], problem["entry_point"]
+        prompt, test, entry = problem.get("prompt", ""), problem["test"], problem["entry_point"]
         code = extract_code(completion)
         try:
             check = _trusted(prompt, test, entry)
@@ -395,8 +395,9 @@ def _shared_verifier() -> CodeVerifier:
 def verify_humaneval(
     completion: str, problem: Mapping[str, str], *, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> CodeVerdict:
-    """rlvr's verdict on `completion` for a HumanEval-style problem: a mapping with `prompt`, `test`
-    (defining `check(candidate)`) and `entry_point`; other keys are ignored. Uses one shared
+    """rlvr's verdict on `completion` for a HumanEval-style problem: a mapping with `prompt` (may be
+    absent: ""), `test` (defining `check(candidate)`, or top-level asserts) and `entry_point`; other keys
+    are ignored. Uses one shared
     `CodeVerifier` per process (created on first use). Raises `JailUnavailable` without bubblewrap."""
     if not math.isfinite(timeout_s) or timeout_s <= 0:
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
