@@ -93,7 +93,14 @@ REGISTRY: dict[str, Callable[[dict[str, Any]], RewardFn]] = {
     "hybrid": lambda p: make_hybrid(**p),
     "ifeval_partial": lambda p: make_ifeval("partial", **p),
     "ifeval_all": lambda p: make_ifeval("all", **p),
+    "tests_passed": lambda p: _tests_passed(**p),
 }
+
+
+def _tests_passed() -> RewardFn:
+    from rlvr.rewards.code import tests_passed  # the code harness and its jail load only when asked for
+
+    return tests_passed
 
 
 def build_reward(spec: RewardSpec) -> RewardFn:

