@@ -20,7 +20,13 @@ class ModelLoadError(ValueError):
 def resolve_model_path(spec: str | Path) -> Path:
     """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
     p = Path(spec).expanduser()
-    return p / "model" if (p / "model" / "config.json").is_file() else p
+    try:
+        p.resolve()  # a symlink loop raises here (RuntimeError in Python 3.11), not in the loader
+        return p / "model" if (p / "model" / "config.json").is_file() else p
+    except RuntimeError:
+        raise ModelLoadError(f"{p}: not a model folder (a symlink loop: a link that leads back to itself)") from None
+    except OSError as e:  # a name longer than the file system allows, a folder that cannot be read
+        raise ModelLoadError(f"{p}: not a model folder ({e.strerror})") from None
 
 
 def _check(path: str | Path) -> Path:
@@ -56,6 +62,30 @@ def _adapter_base(p: Path) -> Path | None:
     return Path(base).expanduser()
 
 
+def check_safetensors(f: Path) -> None:
+    """Refuse (ModelLoadError naming `f`) a weights file that is empty or shorter than its own header
+    says (a copy or download cut short), before the loader reports it as a deserialising error. Reads
+    only the header: 8 bytes of length, then that much JSON with each tensor's byte range."""
+    size = f.stat().st_size
+    if size == 0:
+        raise ModelLoadError(f"{f}: empty (0 bytes): the weights file is missing its contents; copy it again")
+    with f.open("rb") as fh:
+        head = fh.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 0 or 8 + n > size:
+            raise ModelLoadError(f"{f}: truncated ({size} bytes, shorter than its own header); copy it again")
+        try:
+            header = json.loads(fh.read(n))
+        except (ValueError, UnicodeDecodeError):
+            raise ModelLoadError(f"{f}: not a safetensors file (its header is not JSON); copy it again") from None
+    ranges = [v.get("data_offsets") for v in header.values() if isinstance(v, dict)] if isinstance(header, dict) else []
+    need = (
+        8 + n + max((r[1] for r in ranges if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int)), default=0)
+    )
+    if need > size:
+        raise ModelLoadError(f"{f}: truncated ({size} bytes of the {need} its header describes); copy it again")
+
+
 def _one_line(p: Path, what: str, e: Exception) -> ModelLoadError:
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return ModelLoadError(f"{p}: cannot load the {what}: {first}")
@@ -88,6 +118,8 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
 
         merged = PeftModel.from_pretrained(load_model(base, dtype=dtype), p).merge_and_unload()
         return merged.to(device)
+    for f in sorted(p.glob("*.safetensors")):
+        check_safetensors(f)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its multi-line load report: rlvr says what is wrong in one line below
     model: Any
