@@ -6,7 +6,9 @@ The embedded tiny model and a real checkpoint go through the same function. Noth
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +23,12 @@ def resolve_model_path(spec: str | Path) -> Path:
     """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
     p = Path(spec).expanduser()
     try:
-        p.resolve()  # a symlink loop raises here (RuntimeError in Python 3.11), not in the loader
-        return p / "model" if (p / "model" / "config.json").is_file() else p
-    except RuntimeError:
-        raise ModelLoadError(f"{p}: not a model folder (a symlink loop: a link that leads back to itself)") from None
-    except OSError as e:  # a name longer than the file system allows, a folder that cannot be read
-        raise ModelLoadError(f"{p}: not a model folder ({e.strerror})") from None
+        os.stat(p)  # a symlink loop or a name longer than the file system allows: here, not in the loader
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # a missing folder is refused where it is read
+            why = "a symlink loop: a link that leads back to itself" if e.errno == errno.ELOOP else e.strerror
+            raise ModelLoadError(f"{p}: not a model folder ({why})") from None
+    return p / "model" if (p / "model" / "config.json").is_file() else p
 
 
 def _check(path: str | Path) -> Path:

@@ -5,6 +5,7 @@ before one is touched, and the model card. Every command writes one while it hol
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -141,14 +142,23 @@ def _check_name_length(p: Path) -> None:
 
 
 def _resolved(p: Path, what: str = "") -> Path:
-    """`p` absolute with its links followed; a symlink loop or an unreadable link is a RunFolderError
-    (`what`, e.g. "not a model folder", says which input `p` is)."""
+    """`p` absolute with its links followed; a symlink loop is a RunFolderError (`what`, e.g. "not a
+    model folder", says which input `p` is). A path that does not exist yet resolves as it is."""
+    loop = "a symlink loop: a link that leads back to itself"
     try:
-        return p.expanduser().resolve()
-    except RuntimeError:  # Python 3.11 reports a symlink loop so
-        why = "a symlink loop: a link that leads back to itself"
+        resolved = p.expanduser().resolve()
+    except RuntimeError:  # Python 3.11's pathlib reports a loop so
+        why = loop
     except OSError as e:
-        why = f"cannot follow the path: {e.strerror}"
+        why = loop if e.errno == errno.ELOOP else f"cannot follow the path: {e.strerror}"
+    else:
+        try:
+            os.stat(resolved)  # a loop that resolve() passed over (newer pythons do not raise there)
+            return resolved
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                return resolved  # not there yet (an output to make), or an input refused where it is read
+            why = loop
     raise RunFolderError(f"{p}: {what} ({why})" if what else f"{p}: {why}")
 
 
