@@ -603,6 +603,10 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
         console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except OSError as e:
+        if e.errno in _UNREACHABLE:  # a path given on the command line that no stat can follow
+            where = f"{e.filename}: " if e.filename else ""
+            console.print(f"[bold red]error:[/] {where}{e.strerror}", highlight=False, soft_wrap=True)
+            sys.exit(2)
         if e.errno not in _DISK_ERRORS:
             raise
         # a full or read-only disk mid-run: one line; checkpoints are atomic, so `--resume` goes on
@@ -616,3 +620,6 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
 
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG}
+# The last net under the checks that name these where the path is read: a name longer than the file
+# system allows, a symlink loop. Either is found before anything is written.
+_UNREACHABLE = {errno.ENAMETOOLONG, errno.ELOOP}

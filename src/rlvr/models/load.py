@@ -21,19 +21,26 @@ class ModelLoadError(ValueError):
 
 def resolve_model_path(spec: str | Path) -> Path:
     """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
-    p = Path(spec).expanduser()
+    p = _reachable(Path(spec).expanduser())
+    return p / "model" if (p / "model" / "config.json").is_file() else p
+
+
+def _reachable(p: Path) -> Path:
+    """`p`, unless no stat can reach it (a symlink loop, a name longer than the file system allows,
+    a folder that cannot be read): then a ModelLoadError saying why. A missing folder passes; it is
+    refused where it is read, with the install hint."""
     try:
-        os.stat(p)  # a symlink loop or a name longer than the file system allows: here, not in the loader
+        os.stat(p)
     except OSError as e:
-        if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # a missing folder is refused where it is read
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
             why = "a symlink loop: a link that leads back to itself" if e.errno == errno.ELOOP else e.strerror
             raise ModelLoadError(f"{p}: not a model folder ({why})") from None
-    return p / "model" if (p / "model" / "config.json").is_file() else p
+    return p
 
 
 def _check(path: str | Path) -> Path:
     """The folder, once its config.json reads as a JSON object; `ModelLoadError` (one line) otherwise."""
-    p = Path(path).expanduser()
+    p = _reachable(Path(path).expanduser())
     cfg = p / "config.json"
     if not cfg.is_file() and _adapter_base(p) is not None:
         return p  # a LoRA checkpoint: adapters beside the tokenizer, the base named in adapter_config.json
