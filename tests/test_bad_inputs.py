@@ -7,7 +7,9 @@ has the subprocess smoke runs.
 
 import errno
 import json
+import os
 import shutil
+import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -61,20 +63,44 @@ def _corrupt_model(d: Path, model: Path) -> None:
     (d / "broken" / "config.json").write_text('{"model_type": "llama",\n  "hidden_size": 32,,\n}')
 
 
-def _model_copy(name: str = "m", config: dict | None = None, cut: bool = False) -> Callable[[Path, Path], None]:
+def _model_copy(
+    name: str = "m", config: dict | None = None, cut: bool = False, empty: bool = False
+) -> Callable[[Path, Path], None]:
     """A copy of the tiny model in the work folder; `config` edits its config.json, `cut` truncates
-    its weights file."""
+    its weights file, `empty` empties it."""
 
     def make(d: Path, model: Path) -> None:
         shutil.copytree(model, d / name)
         if config:
             cfg = json.loads((d / name / "config.json").read_text())
             (d / name / "config.json").write_text(json.dumps({**cfg, **config}))
+        w = d / name / "model.safetensors"
         if cut:
-            w = d / name / "model.safetensors"
             w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+        if empty:
+            w.write_bytes(b"")
 
     return make
+
+
+def _symlink_loop(d: Path, model: Path) -> None:
+    """`loop` -> `loop2` -> `loop`: a path that no stat can end."""
+    (d / "loop").symlink_to(d / "loop2")
+    (d / "loop2").symlink_to(d / "loop")
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every path under `folder` with its bytes (a file), its target (a link) or "dir"."""
+    out: dict[str, bytes | str] = {}
+    for p in sorted(folder.rglob("*")):
+        key = str(p.relative_to(folder))
+        if p.is_symlink():
+            out[key] = "-> " + str(p.readlink())
+        elif p.is_dir():
+            out[key] = "dir"
+        else:
+            out[key] = p.read_bytes()
+    return out
 
 
 def _finished_run(d: Path, model: Path) -> None:
@@ -210,9 +236,12 @@ CASES: list[Case] = [
      "ev: inside {dir}/run, another command's run folder"),
     ("eval --out is its own --model, with --overwrite", _finished_run,
      ["eval", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"],
-     "overlaps {dir}/run, which this command reads"),
+     "run: --out is the --model this command reads ({dir}/run); give another --out"),
     ("train --out is its own --model, with --overwrite", _finished_run,
-     ["train", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"], "overlaps {dir}/run, which this command"),
+     ["train", "--model", "{dir}/run", "--out", "{dir}/run", "--overwrite"],
+     "run: --out is the --model this command reads ({dir}/run)"),
+    ("sft --out is its own --model", _finished_run, ["sft", "--model", "{dir}/run/model", "--out", "{dir}/run/model"],
+     "--out is the --model this command reads ({dir}/run/model)"),
     ("train --out inside a model folder", _model_copy(), ["train", "--model", "{model}", "--out", "{dir}/m/run"],
      "m/run: inside {dir}/m, a model folder"),
     ("train --resume of a finished run", _finished_run, ["train", "--resume", "{dir}/run"],
@@ -232,7 +261,9 @@ CASES: list[Case] = [
     ("another architecture's config", _model_copy(config={"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}),
      ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"], "the weights do not match its config.json's architecture"),
     ("truncated model.safetensors", _model_copy(cut=True), ["eval", "--model", "{dir}/m", "--out", "{dir}/ev"],
-     "m: cannot load the model:"),
+     "m/model.safetensors: truncated ("),
+    ("empty model.safetensors", _model_copy(empty=True), ["train", "--model", "{dir}/m", "--out", "{dir}/run"],
+     "m/model.safetensors: empty (0 bytes)"),
     # YAML
     ("duplicate YAML keys", _files(**{"run.yaml": "steps: 3\nlr: 0.1\nsteps: 4\n"}),
      ["train", "--config", "{dir}/run.yaml"], "run.yaml:3: duplicate key 'steps' (first on line 1)"),
@@ -246,6 +277,82 @@ CASES: list[Case] = [
      ["data", "preview", "{dir}/t.jsonl"], "t.jsonl:2: field 'id': 'a' repeats line 1; ids must be unique"),
     ("empty task file in preview", _files(**{"e.jsonl": "\n"}), ["data", "preview", "{dir}/e.jsonl"],
      "e.jsonl: no problems in it"),
+    # output paths that are not writable folders, for every command alike (the read-only and
+    # uncreatable ones: test_out_in_a_place_that_cannot_be_written below)
+    ("verify --out a folder", _files(**{"v.jsonl": '{"completion": "#### 1", "gold": "1"}\n', "d__x": "x"}),
+     ["verify", "{dir}/v.jsonl", "--out", "{dir}/d"], "d: is a folder, not a file; give --out a file name"),
+    ("verify --out under a file", _files(**{"v.jsonl": '{"completion": "#### 1", "gold": "1"}\n', "f.txt": "x"}),
+     ["verify", "{dir}/v.jsonl", "--out", "{dir}/f.txt/o.jsonl"], "f.txt/o.jsonl: lies under {dir}/f.txt, a file"),
+    ("verify --out its own input", _files(**{"v.jsonl": '{"completion": "#### 1", "gold": "1"}\n'}),
+     ["verify", "{dir}/v.jsonl", "--out", "{dir}/v.jsonl"], "v.jsonl: --out is {dir}/v.jsonl, the file this command"),
+    ("verify --out name too long", _files(**{"v.jsonl": '{"completion": "#### 1", "gold": "1"}\n'}),
+     ["verify", "{dir}/v.jsonl", "--out", "{dir}/" + "x" * 300], "is longer than the file system's 255 bytes"),
+    ("demo --out under a file", _files(**{"f.txt": "x"}), ["demo", "--quick", "--out", "{dir}/f.txt/demo"],
+     "f.txt/demo: lies under {dir}/f.txt, a file, not a folder"),
+    ("demo --out name too long", _files(), ["demo", "--quick", "--out", "{dir}/" + "x" * 300],
+     "is longer than the file system's 255 bytes"),
+    ("--model name too long", _files(), ["eval", "--model", "{dir}/" + "x" * 300, "--out", "{dir}/ev"],
+     "xxx: not a model folder (File name too long)"),
+    ("--model name too long in train", _files(), ["train", "--model", "{dir}/" + "x" * 300, "--out", "{dir}/run"],
+     "xxx: not a model folder (File name too long)"),
+    ("--model name too long in sft", _files(), ["sft", "--model", "{dir}/" + "x" * 300, "--out", "{dir}/sft"],
+     "xxx: not a model folder (File name too long)"),
+    ("an input folder name too long", _files(), ["judge", "{dir}/" + "x" * 300],
+     "xxx/samples.jsonl: File name too long"),
+    ("--model a symlink loop", _symlink_loop, ["eval", "--model", "{dir}/loop", "--out", "{dir}/ev"],
+     "loop: not a model folder (a symlink loop"),
+    ("--model a symlink loop in train", _symlink_loop, ["train", "--model", "{dir}/loop", "--out", "{dir}/run"],
+     "loop: not a model folder (a symlink loop"),
+    ("--out a symlink loop", _symlink_loop, ["verify", "{dir}/loop2", "--out", "{dir}/loop/o.jsonl"],
+     "loop/o.jsonl: a symlink loop"),
+    # files that are not what they claim
+    ("GGUF with a garbage header", _files(**{"g.gguf": b"GGUFmmmm" + b"x" * 40}),
+     ["models", "import-gguf", "{dir}/g.gguf", "--out", "{dir}/m"],
+     "g.gguf: a damaged or unknown GGUF header (version 1835887981; rlvr reads versions 2 and 3)"),
+    ("truncated GGUF header", _files(**{"g.gguf": b"GGUF\x03\x00\x00\x00\x01\x02"}),
+     ["models", "import-gguf", "{dir}/g.gguf", "--out", "{dir}/m"], "g.gguf: truncated GGUF file (10 bytes"),
+    ("GGUF cut inside its metadata", _files(**{"g.gguf": b"GGUF" + struct.pack("<IQQ", 3, 5, 10) + b"\x05\x00"}),
+     ["models", "import-gguf", "{dir}/g.gguf", "--out", "{dir}/m"], "g.gguf: cannot read the GGUF file"),
+    # values that were accepted
+    ("infinite temperature in eval", _files(**{"e.yaml": "sampling:\n  temperature: .inf\n"}),
+     ["eval", "--config", "{dir}/e.yaml", "--model", "{model}", "--out", "{dir}/ev"],
+     "e.yaml:2: field 'sampling.temperature': Input should be a finite number"),
+    ("NaN gold in verify", _files(**{"v.jsonl": '{"completion": "#### 1", "gold": "1"}\n'
+                                                '{"completion": "#### 1", "gold": NaN}\n'}),
+     ["verify", "{dir}/v.jsonl", "--out", "{dir}/o.jsonl"], "v.jsonl:2: field 'gold': nan is not a finite number"),
+    ("NaN budget tolerance", _evals({}, {}), ["compare", "{dir}/ea", "{dir}/eb", "--budget-tolerance", "nan"],
+     "--budget-tolerance: expected a finite number >= 0, got nan"),
+    ("system prompt under the plain format", _files(**{"e.yaml": "sampling:\n  prompt_format: plain\n"
+                                                                 "  system_prompt: Be brief.\n"}),
+     ["eval", "--config", "{dir}/e.yaml", "--model", "{model}", "--out", "{dir}/ev"],
+     "field 'sampling.system_prompt': prompt_format 'plain' has no system message, so it would be ignored"),
+    ("system prompt where auto means plain", _files(),
+     ["eval", "--model", "{model}", "--system-prompt", "Be brief.", "--out", "{dir}/ev"],
+     "prompt_format 'auto' (here 'plain': the tokenizer has no chat template) has no system message"),
+    ("reward function without **columns", _files(**{"f.py": "def reward(completions):\n    return []\n",
+                                                    "r.yaml": "rewards:\n  - file: f.py\n"}),
+     ["train", "--config", "{dir}/r.yaml", "--model", "{model}", "--out", "{dir}/run"],
+     "f.py: function 'reward' takes (completions), no **columns; a reward takes TRL's convention"),
+    ("reward function without arguments", _files(**{"f.py": "def reward():\n    return []\n",
+                                                    "r.yaml": "rewards:\n  - file: f.py\n"}),
+     ["train", "--config", "{dir}/r.yaml", "--model", "{model}", "--out", "{dir}/run"],
+     "f.py: function 'reward' takes (); a reward takes TRL's convention reward(completions, **columns)"),
+    ("rewards check --timeout 0", _files(**{"r.py": "def reward(completions, **kw):\n    return []\n"}),
+     ["rewards", "check", "{dir}/r.py", "--timeout", "0", "--unsafe-no-sandbox"],
+     "--timeout: expected a finite number of seconds > 0, got 0.0"),
+    ("rewards check --timeout negative", _files(**{"r.py": "def reward(completions, **kw):\n    return []\n"}),
+     ["rewards", "check", "{dir}/r.py", "--timeout", "-1", "--unsafe-no-sandbox"], "--timeout: expected"),
+    ("rewards check --timeout NaN", _files(**{"r.py": "def reward(completions, **kw):\n    return []\n"}),
+     ["rewards", "check", "{dir}/r.py", "--timeout", "nan", "--unsafe-no-sandbox"], "--timeout: expected"),
+    # refusals that used to leave files behind: validate first, then create
+    ("eval with every k above n", _files(), ["eval", "--model", "{model}", "--ks", "8", "--samples", "2"],
+     "<flags>: field 'ks': every k in [8] is above n_samples=2"),
+    ("calibrate a store that is not a database",
+     _files(**{"s__config.yaml": "rounds: 1\n", "s__search.db": "not sqlite"}), ["search", "calibrate", "{dir}/s"],
+     "search.db: not a search store (file is not a database)"),
+    # writing into finished work
+    ("judge an evaluation with no samples", _files(**{"ev__eval.json": "{}", "ev__samples.jsonl": ""}),
+     ["judge", "{dir}/ev"], "ev/samples.jsonl: no completions in it; nothing to judge"),
     # other tracebacks
     ("a search store that is not a database", _files(**{"s__config.yaml": "rounds: 1\n", "s__search.db": "not sqlite"}),
      ["search", "--resume", "{dir}/s"], "search.db: not a search store (file is not a database)"),
@@ -261,14 +368,14 @@ def test_bad_input_is_one_line_and_exit_2(name, make, argv, line, tiny_model_dir
     work = tmp_path / "w"
     work.mkdir()
     make(work, tiny_model_dir)
-    before = sorted(p.relative_to(work) for p in work.rglob("*"))
+    before = _snapshot(work)
     monkeypatch.chdir(work)
     args = [a.format(dir=work, model=tiny_model_dir) for a in argv]
     code, err = run_cli(args, monkeypatch, capsys)
     assert code == 2, err[-1500:]
     assert err.startswith("error: ") and "Traceback" not in err, err[-1500:]
     assert line.format(dir=work) in err, err
-    assert sorted(p.relative_to(work) for p in work.rglob("*")) == before  # nothing left behind
+    assert _snapshot(work) == before  # nothing left behind, no byte changed
 
 
 def test_disk_full_mid_run_is_one_line(monkeypatch, capsys, tiny_model_dir, tmp_path) -> None:
@@ -304,3 +411,53 @@ def test_compare_keeps_an_earlier_compare_unless_overwrite(tmp_path, monkeypatch
     assert code == 2 and "cmp: holds an earlier compare (compare.json); --overwrite replaces it" in err
     assert (tmp_path / "cmp" / "compare.json").read_bytes() == before
     assert run_cli([*argv, "--overwrite"], monkeypatch, capsys)[0] == 0
+
+
+_PLACES = {  # a command and the --out it is given under `ro/`, a folder it may not write into
+    "verify": ["verify", "{dir}/v.jsonl", "--out", "{dir}/ro/new/o.jsonl"],
+    "demo": ["demo", "--quick", "--out", "{dir}/ro/demo"],
+    "train": ["train", "--model", "{model}", "--out", "{dir}/ro/run"],
+}
+
+
+def _place(tmp_path: Path) -> Path:
+    work = tmp_path / "w"
+    (work / "ro").mkdir(parents=True)
+    (work / "v.jsonl").write_text('{"completion": "#### 1", "gold": "1"}\n')
+    return work
+
+
+@pytest.mark.parametrize("command", list(_PLACES))
+def test_out_in_a_read_only_place(command, tiny_model_dir, tmp_path, monkeypatch, capsys) -> None:
+    """verify, demo and train go through one check of the output path: a read-only folder is one line
+    naming it. (root passes the mode bits, so `os.access` answers as it would for another user.)"""
+    work = _place(tmp_path)
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == work / "ro" else real(p, mode, **kw))
+    before = _snapshot(work)
+    args = [a.format(dir=work, model=tiny_model_dir) for a in _PLACES[command]]
+    code, err = run_cli(args, monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err, err[-1500:]
+    assert f"{work}/ro: not writable, so {args[-1]} cannot hold" in err, err
+    assert _snapshot(work) == before
+
+
+@pytest.mark.parametrize("command", list(_PLACES))
+def test_out_where_only_the_kernel_refuses(command, tiny_model_dir, tmp_path, monkeypatch, capsys) -> None:
+    """A folder the checks cannot foresee refusing (/proc, a permission the mode bits do not show): the
+    creation itself is one line naming the path, and nothing is left behind."""
+    work = _place(tmp_path)
+    real = Path.mkdir
+
+    def mkdir(self: Path, *a, **kw) -> None:
+        if work / "ro" in self.parents:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    before = _snapshot(work)
+    args = [a.format(dir=work, model=tiny_model_dir) for a in _PLACES[command]]
+    code, err = run_cli(args, monkeypatch, capsys)
+    assert code == 2 and "Traceback" not in err, err[-1500:]
+    assert "cannot create the folder (Permission denied); give another --out" in err, err
+    assert _snapshot(work) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -390,6 +391,8 @@ def rewards_check(
     """Validate a reward file in the OS sandbox (static check, load, namespace, probe calls)."""
     from rlvr.sandbox import check_file
 
+    if not (math.isfinite(timeout) and timeout > 0):  # NaN fails every comparison
+        fail(f"--timeout: expected a finite number of seconds > 0, got {timeout}")
     try:
         code = check_file(file, timeout_s=timeout, unsafe_no_sandbox=unsafe_no_sandbox, function=function)
     except ValueError as e:  # a function name that is not a Python identifier
@@ -528,13 +531,16 @@ def verify(
     """Verify completions: each line comes back with `correct`, `parsed`, `reason` and `status` added;
     the count of each status goes to standard error."""
     from rlvr.rewards.columns import gold_answer
+    from rlvr.runs import RunFolderError, check_out_file, make_folder
     from rlvr.tasks import DataError, get_task
     from rlvr.textfile import TextFileError, read_text
     from rlvr.verify import STATUSES
 
     try:
         the_task = get_task(task)
-    except DataError as e:
+        if out is not None:
+            check_out_file(out, reads=[file])  # the same check as every command's --out, before any work
+    except (DataError, RunFolderError) as e:
         fail(str(e))
 
     rows = []
@@ -554,6 +560,8 @@ def verify(
         gold = row.get("gold", row.get("answer"))
         if not isinstance(gold, str | int | float) or isinstance(gold, bool):
             fail(f"{file}:{i}: field 'gold': missing (give 'gold' or a GSM8K-style 'answer')")
+        if not _finite_gold(gold):
+            fail(f"{file}:{i}: field 'gold': {gold!r} is not a finite number")
         v = the_task.verify(row["completion"], gold_answer(gold), **{k: row[k] for k in the_task.columns if k in row})
         rows.append({**row, "correct": v.correct, "parsed": v.parsed, "reason": v.reason, "status": v.status})
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -562,9 +570,22 @@ def verify(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
+        try:
+            make_folder(out.parent).joinpath(out.name).write_text(text)
+        except RunFolderError as e:
+            fail(str(e))
+        except OSError as e:  # what the check could not foresee (a place only the kernel refuses)
+            fail(f"{out}: cannot write ({e.strerror}); give another --out")
         n_ok = sum(r["correct"] for r in rows)
         console.print(f"{len(rows)} lines, {n_ok} correct -> {out}")
+
+
+def _finite_gold(gold: str | int | float) -> bool:
+    """False for a gold of NaN or infinity (a JSON `NaN`, or the string "nan"): nothing can equal it."""
+    try:
+        return math.isfinite(float(gold))
+    except (ValueError, OverflowError):
+        return True  # not a plain number: the task's verifier reads it
 
 
 def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
@@ -591,6 +612,10 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
         console.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except OSError as e:
+        if e.errno in _UNREACHABLE:  # a path given on the command line that no stat can follow
+            where = f"{e.filename}: " if e.filename else ""
+            console.print(f"[bold red]error:[/] {where}{e.strerror}", highlight=False, soft_wrap=True)
+            sys.exit(2)
         if e.errno not in _DISK_ERRORS:
             raise
         # a full or read-only disk mid-run: one line; checkpoints are atomic, so `--resume` goes on
@@ -604,3 +629,6 @@ def main() -> None:  # pragma: no cover - console entry used by `python -m rlvr`
 
 
 _DISK_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG}
+# The last net under the checks that name these where the path is read: a name longer than the file
+# system allows, a symlink loop. Either is found before anything is written.
+_UNREACHABLE = {errno.ENAMETOOLONG, errno.ELOOP}

@@ -125,7 +125,7 @@ class SamplingConfig(StrictModel):
     sft (which uses its prompt settings) and search screening; field by field in docs/train.md."""
 
     max_new_tokens: int = Field(64, ge=1)
-    temperature: float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0, allow_inf_nan=False)
     top_p: float = Field(1.0, gt=0, le=1)
     top_k: int = Field(0, ge=0)
     stop: list[str] = []

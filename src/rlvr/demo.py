@@ -23,7 +23,7 @@ from rlvr.evaluate.compare import compare_runs
 from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
-from rlvr.runs import RunFolderError, check_out, read_eval, read_manifest, write_json
+from rlvr.runs import RunFolderError, check_out, make_folder, read_eval, read_manifest, write_json
 from rlvr.runs.eval import Metric
 from rlvr.runs.records import Record
 from rlvr.sft import SFT_PRESETS, SFTConfig, run_sft
@@ -277,19 +277,19 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
     """Run every stage into `out`; returns the summary (also written to `out/summary.json`). A folder
     that holds an earlier demo is refused unless `overwrite`, which replaces it."""
     plan = PLANS["quick" if quick else "full"]
+    check_out(out, overwrite=True)  # a writable folder (or one that can be made), before anything is looked at
     earlier = [p for p in ("summary.json", "base", "grpo", "sft-matched", "evals") if (out / p).exists()]
     if earlier and not overwrite:
         raise RunFolderError(
             f"{out}: holds an earlier demo ({', '.join(earlier)}); `rlvr demo --overwrite` "
             "replaces it, `--out DIR` writes elsewhere"
         )
-    check_out(out, overwrite=True)  # writable
     for p in earlier:
         if (out / p).is_dir():
             shutil.rmtree(out / p)
         else:
             (out / p).unlink()
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)  # a place only the kernel refuses: one line, nothing created
     with _progress() as progress:
         sft_cfg = load_config(
             SFTConfig,

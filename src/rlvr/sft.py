@@ -46,6 +46,7 @@ from rlvr.tasks import (
     format_target,
     get_task,
     problems_hash,
+    refuse_unused_system_prompt,
     replay,
 )
 
@@ -250,6 +251,7 @@ def run_sft(cfg: SFTConfig, *, progress=None, overwrite: bool = False) -> Path:
     first_turns, demo_turns = _demo_turns(cfg, problems)
     tok, model = _build_model(cfg, problems, first_turns, demo_turns)
     fmt = PromptFormatter.create(tok, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
+    refuse_unused_system_prompt(fmt.fmt, cfg.sampling.prompt_format, cfg.sampling.system_prompt)
     demos = _demos(cfg, tok, fmt, problems, demo_turns)
     model.to(cfg.device).train()
     size = sum(p.numel() * p.element_size() for p in model.parameters())

@@ -12,7 +12,14 @@ import pytest
 from rlvr.config import ConfigError, SamplingConfig, load_config
 from rlvr.models.load import load_tokenizer
 from rlvr.runs import read_manifest
-from rlvr.tasks import PromptFormatError, PromptFormatter, format_prompt, format_target, load_task
+from rlvr.tasks import (
+    PromptFormatError,
+    PromptFormatter,
+    format_prompt,
+    format_target,
+    load_task,
+    refuse_unused_system_prompt,
+)
 from rlvr.tasks.gsm8k import DataError, load_jsonl
 
 CHATML = (
@@ -40,6 +47,16 @@ def test_auto_is_plain_without_a_template_and_chat_is_refused(tiny_model_dir: Pa
     r1 = PromptFormatter.create(tok, "r1")  # R1-Zero's plain text template
     assert r1.prompt(p).endswith(f"User: {p.question}\nAssistant:") and "<think>" in r1.prompt(p)
     assert r1.target(p).startswith(" <think>\n") and r1.target(p).endswith(f"<answer>{p.answer}</answer>")
+
+
+def test_a_system_prompt_is_refused_only_where_plain_has_no_place_for_it() -> None:
+    refuse_unused_system_prompt("plain", "plain", None)  # nothing to refuse
+    for fmt in ("chat", "r1"):
+        refuse_unused_system_prompt(fmt, "auto", "Be brief.")  # chat and r1 carry it
+    with pytest.raises(PromptFormatError, match="prompt_format 'plain' has no system message"):
+        refuse_unused_system_prompt("plain", "plain", "Be brief.")
+    with pytest.raises(PromptFormatError, match="'auto' \\(here 'plain': the tokenizer has no chat template\\)"):
+        refuse_unused_system_prompt("plain", "auto", "Be brief.")
 
 
 def test_chat_format_renders_the_template_and_stops_at_the_turn_end(chat_tok) -> None:

@@ -43,7 +43,7 @@ class EnvLimits(BaseModel):
     max_tool_calls: int = Field(8, ge=0)  # calls over the whole conversation; more are refused
     max_turn_tokens: int | None = Field(None, ge=1)  # per assistant turn (None: sampling.max_new_tokens)
     max_total_tokens: int = Field(512, ge=1)  # after the prompt: model and environment tokens together
-    tool_timeout_s: float = Field(10.0, gt=0)
+    tool_timeout_s: float = Field(10.0, gt=0, allow_inf_nan=False)
     max_tool_chars: int = Field(2000, ge=1)  # a tool result longer than this is cut
     tool_format: ToolFormat = "hermes"
 

@@ -397,8 +397,8 @@ def compare_runs(
         raise CompareError(f"correction must be holm or bonferroni, got {correction!r}")
     if pairs not in ("baseline", "all"):
         raise CompareError(f"pairs must be 'baseline' or 'all', got {pairs!r}")
-    if budget_tolerance < 0:
-        raise CompareError(f"budget_tolerance must be >= 0, got {budget_tolerance}")
+    if not budget_tolerance >= 0 or budget_tolerance == math.inf:  # NaN fails every comparison
+        raise CompareError(f"--budget-tolerance: expected a finite number >= 0, got {budget_tolerance}")
     paths = [Path(p) for p in paths]
     if len(paths) < 2:
         raise CompareError(f"compare needs at least two evaluation folders, got {len(paths)}")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rlvr.config import (
     Device,
@@ -38,7 +38,15 @@ from rlvr.models.load import load_model, load_tokenizer, resolve_model_path
 from rlvr.models.sampling import over_long, prompt_token_limit
 from rlvr.runs import EvalResult, Interruption, Metric, ProblemResult, RunDir, check_out
 from rlvr.runs.eval import DifficultyResult, EvalSample
-from rlvr.tasks import DataError, Problem, PromptFormatter, get_task, problems_hash, replay
+from rlvr.tasks import (
+    DataError,
+    Problem,
+    PromptFormatter,
+    get_task,
+    problems_hash,
+    refuse_unused_system_prompt,
+    replay,
+)
 
 __all__ = ["EvalConfig", "run_eval"]
 
@@ -71,9 +79,14 @@ class EvalConfig(StrictModel):
 
     @field_validator("ks")
     @classmethod
-    def _ks_positive(cls, v: list[int]) -> list[int]:
+    def _ks_positive(cls, v: list[int], info: ValidationInfo) -> list[int]:
         if not v or any(k < 1 for k in v):
             raise ValueError("ks must be a non-empty list of positive integers")
+        # a k above n_samples is left out of the metrics; with none left there is nothing to report,
+        # so that is refused before the run folder is touched
+        n = info.data.get("n_samples")
+        if isinstance(n, int) and min(v) > n:
+            raise ValueError(f"every k in {sorted(set(v))} is above n_samples={n}; give a k <= n_samples")
         return sorted(set(v))
 
 
@@ -225,6 +238,8 @@ def run_eval(cfg: EvalConfig, *, model=None, tok=None, progress=None, overwrite:
     data_hash = problems_hash(problems)
     s = cfg.sampling
     fmt = PromptFormatter.create(tok, s.prompt_format, s.system_prompt)
+    if cfg.env is None:
+        refuse_unused_system_prompt(fmt.fmt, s.prompt_format, s.system_prompt)
     prompts = [fmt.prompt(p) for p in problems]
     _refuse_long_prompts(problems, prompts, tok, prompt_token_limit(model, s), cfg.task)
     env = EnvRunner.build(cfg.env, tok, fmt, s.system_prompt) if cfg.env is not None else None

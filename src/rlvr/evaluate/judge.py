@@ -62,11 +62,11 @@ class JudgeConfig(StrictModel):
     base_url: str | None = None
     model: str | None = None
     api_key: str | None = None
-    temperature: float = Field(default=0.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(default=256, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     max_retries: int = Field(default=3, ge=0)
-    backoff_s: float = Field(default=1.0, ge=0)
+    backoff_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     max_consecutive_errors: int = Field(default=5, ge=1)
     cache: str | None = None  # JSONL path; default <eval_dir>/judge_cache.jsonl
 
@@ -267,7 +267,13 @@ def judge_samples(
     """Judge a seeded random subset of up to `n` completions of an evaluation (only wrong ones by default);
     write `judge.jsonl` and `judge.json` (never the API key), return the latter."""
     eval_dir = Path(eval_dir)
-    rows = _select(_read_samples(eval_dir), n, only_incorrect, seed)
+    samples = _read_samples(eval_dir)
+    rows = _select(samples, n, only_incorrect, seed)
+    if not rows:  # nothing to judge: an error, and the finished evaluation is left as it is
+        why = (
+            "no completions in it" if not samples else f"all {len(samples)} completions are correct (--all judges them)"
+        )
+        raise JudgeError(f"{eval_dir / 'samples.jsonl'}: {why}; nothing to judge")
     resolved = resolve_config(cfg)
     judge = Judge(resolved, JudgeCache(Path(resolved.cache) if resolved.cache else eval_dir / "judge_cache.jsonl"))
     out_rows: list[JudgedSample] = []

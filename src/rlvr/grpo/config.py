@@ -60,7 +60,7 @@ class TrainConfig(StrictModel):
     objective: PresetName = "grpo"
     objective_overrides: ObjectiveOverrides = ObjectiveOverrides()
     rewards: list[RewardSpec] = [RewardSpec(name="outcome")]
-    reward_timeout_s: float = Field(30.0, gt=0)
+    reward_timeout_s: float = Field(30.0, gt=0, allow_inf_nan=False)
     steps: int = Field(200, ge=1)
     prompts_per_step: int = Field(8, ge=1)
     group_size: int = Field(8, ge=2)

@@ -45,11 +45,11 @@ class ObjectiveConfig(StrictModel):
     aggregation: AggregationName = "seq_mean_token_mean"
     eps_low: float = Field(0.2, ge=0, lt=1)
     eps_high: float = Field(0.2, ge=0)
-    beta: float = Field(0.04, ge=0)
+    beta: float = Field(0.04, ge=0, allow_inf_nan=False)
     kl_estimator: KLEstimator = "k3"
     dynamic_sampling: bool = False  # DAPO: drop zero-std groups, sample more prompts to refill
     overlong_buffer: int | None = Field(None, gt=0)  # DAPO's soft overlong buffer in tokens (None = off)
-    overlong_penalty: float = Field(0.0, ge=0)  # its maximum penalty
+    overlong_penalty: float = Field(0.0, ge=0, allow_inf_nan=False)  # its maximum penalty
     mask_truncated: bool = False  # DAPO's overlong filtering: no loss on truncated completions
     rollout_correction: Literal["none"] | CorrectionName = "token"
     rollout_correction_cap: float = Field(2.0, ge=1)

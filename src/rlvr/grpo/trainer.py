@@ -53,7 +53,7 @@ from rlvr.runs import (
     read_manifest,
     write_model_card,
 )
-from rlvr.tasks import DataError, Problem, PromptFormatter, get_task, problems_hash, replay
+from rlvr.tasks import DataError, Problem, PromptFormatter, get_task, problems_hash, refuse_unused_system_prompt, replay
 
 __all__ = ["GRPOTrainer"]
 
@@ -87,6 +87,8 @@ class GRPOTrainer:
         self.tok = load_tokenizer(self.model_path)
         s = cfg.sampling
         self.fmt = PromptFormatter.create(self.tok, s.prompt_format, s.system_prompt)
+        if cfg.env is None:
+            refuse_unused_system_prompt(self.fmt.fmt, s.prompt_format, s.system_prompt)
         self.env = EnvRunner.build(cfg.env, self.tok, self.fmt, s.system_prompt) if cfg.env is not None else None
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
         self._build_rollout()

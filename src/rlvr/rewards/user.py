@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import multiprocessing as mp
 import sys
 import traceback
@@ -41,7 +42,35 @@ def _import_function(path: str, function: str) -> Any:
     fn = getattr(module, function, None)
     if not callable(fn):
         raise RewardLoadError(f"{path}: no function {function!r} in it")
+    if (why := convention_error(fn)) is not None:
+        raise RewardLoadError(
+            f"{path}: function {function!r} {why}; a reward takes TRL's convention {function}(completions, **columns)"
+        )
     return fn
+
+
+def convention_error(fn: Any) -> str | None:
+    """Why `fn` cannot be called as `fn(completions, **columns)` (TRL's reward convention: the
+    completions first, the dataset columns as keywords), or None when it can.
+
+    >>> convention_error(lambda completions, **kw: [])
+    >>> convention_error(lambda: [])
+    'takes ()'
+    >>> convention_error(lambda completions: [])
+    'takes (completions), no **columns'
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to read, so nothing to refuse
+        return None
+    params = list(sig.parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    takes_first = bool(params) and params[0].kind in (*positional, inspect.Parameter.VAR_POSITIONAL)
+    if not takes_first:
+        return f"takes {sig}"
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return f"takes {sig}, no **columns"
+    return None
 
 
 def _last_line(exc: BaseException) -> str:

@@ -5,6 +5,7 @@ before one is touched, and the model card. Every command writes one while it hol
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -29,9 +30,11 @@ __all__ = [
     "RunDir",
     "RunFolderError",
     "check_out",
+    "check_out_file",
     "check_resume",
     "check_side_out",
     "check_space",
+    "make_folder",
     "relocated_model",
     "trained_on",
     "write_model_card",
@@ -86,8 +89,10 @@ def check_out(
 ) -> None:
     """Refuse, before any work, a run folder that would lose what it holds or cannot be written: a
     folder with a run in it (unless `overwrite` or `resume`), one under a read-only parent, a file,
-    one that is, holds or lies inside an input the command `reads` (its model), and one inside
-    another run folder or a model folder (unless a study or search writing its own tree made it)."""
+    too long a name, a symlink loop, one that is, holds or lies inside the `--model` the command
+    `reads`, and one inside another run folder or a model folder (unless a study or search writing its
+    own tree made it). The one check of every command's output path (`check_side_out` and
+    `check_out_file` share its parts)."""
     p = Path(path)
     _check_name_length(p)  # before any stat of `p`, which would raise ENAMETOOLONG
     _check_not_inside(p, reads)
@@ -104,27 +109,90 @@ def check_out(
     _check_writable_folder(p, "a run")
 
 
+def check_out_file(path: str | Path, *, reads: Sequence[str | Path] = ()) -> None:
+    """Refuse, before any work, an output *file* (`rlvr verify --out`) that cannot be written: a
+    folder, a path under a file, too long a name, a symlink loop, a read-only or uncreatable folder,
+    and one of the files the command `reads`. An existing file is replaced, as `> FILE` would."""
+    p = Path(path)
+    _check_name_length(p)
+    here = _resolved(p)
+    for r in reads:
+        if _resolved(Path(r)) == here:
+            raise RunFolderError(f"{p}: --out is {r}, the file this command reads; give another --out")
+    if p.is_dir():
+        raise RunFolderError(f"{p}: is a folder, not a file; give --out a file name")
+    _check_writable_folder(p.parent, "the output", out=p)
+
+
+def make_folder(path: str | Path) -> Path:
+    """`mkdir -p` for an output folder already checked by `check_out`: a failure the check cannot
+    foresee (a place only the kernel refuses, e.g. /proc) is a `RunFolderError` naming the path."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunFolderError(f"{p}: cannot create the folder ({e.strerror}); give another --out") from None
+    return p
+
+
 def _check_name_length(p: Path) -> None:
     limit = os.pathconf(".", "PC_NAME_MAX")
     if too_long := [part for part in p.parts if len(part.encode()) > limit]:
         raise RunFolderError(f"{p}: the name {too_long[0][:40]}... is longer than the file system's {limit} bytes")
 
 
-def _check_writable_folder(p: Path, what: str) -> None:
-    """`p` is, or can be made, a folder that this process can write `what` into."""
-    existing = next(q for q in (p, *p.parents) if q.exists())
+def _resolved(p: Path, what: str = "") -> Path:
+    """`p` absolute with its links followed; a symlink loop is a RunFolderError (`what`, e.g. "not a
+    model folder", says which input `p` is). A path that does not exist yet resolves as it is."""
+    loop = "a symlink loop: a link that leads back to itself"
+    try:
+        resolved = p.expanduser().resolve()
+    except RuntimeError:  # Python 3.11's pathlib reports a loop so
+        why = loop
+    except OSError as e:
+        why = loop if e.errno == errno.ELOOP else f"cannot follow the path: {e.strerror}"
+    else:
+        try:
+            os.stat(resolved)  # a loop that resolve() passed over (newer pythons do not raise there)
+            return resolved
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                return resolved  # not there yet (an output to make), or an input refused where it is read
+            why = loop
+    raise RunFolderError(f"{p}: {what} ({why})" if what else f"{p}: {why}")
+
+
+def _existing(p: Path) -> Path:
+    """The nearest of `p` and its parents that exists (the file system root at worst)."""
+    try:
+        return next(q for q in (p, *p.parents) if q.exists() or q.is_symlink())
+    except StopIteration:  # a relative path none of whose parts exist: the working directory
+        return Path(".")
+    except OSError as e:
+        raise RunFolderError(f"{p}: cannot look at the path ({e.strerror})") from None
+
+
+def _check_writable_folder(p: Path, what: str, *, out: Path | None = None) -> None:
+    """`p` is, or can be made, a folder that this process can write `what` into (`out`: the path the
+    user gave, when `p` is the folder of an output file)."""
+    out = p if out is None else out
+    existing = _existing(p)
+    if existing.is_symlink() and not existing.exists():
+        raise RunFolderError(f"{out}: {existing} is a broken or looping symlink, not a folder; give another --out")
     if not existing.is_dir():
-        where = "is a file" if existing == p else f"lies under {existing}, a file"
-        raise RunFolderError(f"{p}: {where}, not a folder; give another --out")
+        where = "is a file" if existing == out else f"lies under {existing}, a file"
+        raise RunFolderError(f"{out}: {where}, not a folder; give another --out")
     if not os.access(existing, os.W_OK):
-        raise RunFolderError(f"{existing}: not writable, so {p} cannot hold {what}")
+        raise RunFolderError(f"{existing}: not writable, so {out} cannot hold {what}")
 
 
 def _check_not_inside(p: Path, reads: Sequence[str | Path]) -> None:
-    here = p.expanduser().resolve()
+    here = _resolved(p)
     for r in reads:
-        src = Path(r).expanduser().resolve()
-        if here == src or here in src.parents or src in here.parents:
+        src = _resolved(Path(r), "not a model folder")
+        if here == src:
+            raise RunFolderError(f"{p}: --out is the --model this command reads ({r}); give another --out")
+        if here in src.parents or src in here.parents:
             raise RunFolderError(f"{p}: overlaps {r}, which this command reads; give another --out")
     owner = os.environ.get(TREE_ENV)
     if owner is not None and (str(here) == owner or Path(owner) in here.parents):
@@ -158,8 +226,7 @@ def check_space(path: str | Path, need_bytes: int, what: str) -> None:
     """Refuse, before any work, a run that cannot fit on the disk of `path` (`what` says what needs
     the space, e.g. "5 checkpoints and the final model")."""
     p = Path(path)
-    existing = next(q for q in (p, *p.parents) if q.exists())
-    free = shutil.disk_usage(existing).free
+    free = shutil.disk_usage(_existing(p)).free
     if need_bytes > free:
         raise RunFolderError(
             f"{p}: {what} need about {need_bytes / 2**30:.2f} GiB, {free / 2**30:.2f} GiB free on that disk; "
@@ -250,6 +317,8 @@ class RunDir:
             self.lock = RunLock(self.path, command, tree=command in ("study", "search"))
         except RunLockedError as e:  # another live command holds the folder
             raise RunFolderError(str(e)) from None
+        except OSError as e:  # a place the checks could not foresee refusing (only the kernel knows)
+            raise RunFolderError(f"{self.path}: cannot create the folder ({e.strerror}); give another --out") from None
         (self.path / "samples").mkdir(exist_ok=True)
         dump_config(config, self.path / "config.yaml")
         fields: dict[str, object] = {

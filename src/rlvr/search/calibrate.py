@@ -14,6 +14,7 @@ from rlvr.search.config import SearchConfig
 from rlvr.search.records import Calibration, CalibrationPoint, CalibrationRow, read_search_results
 from rlvr.search.run import BoardRow, Log, Search
 from rlvr.search.screen import ScreenJob
+from rlvr.search.store import Store
 
 __all__ = ["calibrate", "kendall", "pick_rows"]
 
@@ -53,11 +54,16 @@ def calibrate(
     if lengths is not None and (not lengths or any(x < 1 for x in lengths)):
         raise ValueError(f"lengths must be positive step counts, got {lengths}")
     cfg = load_config(SearchConfig, out / "config.yaml", {"out": str(out)})
+    Store(out / "search.db").close()  # a store that is not a search database is refused before the lock
     try:
         lock = RunLock(out, "search calibrate", tree=True)  # never beside a search writing the same tree
     except RunLockedError as e:
         raise ValueError(str(e)) from None
-    s = Search(cfg, resume=True, log=log, write_run=False)  # leaves the search's manifest as it is
+    try:
+        s = Search(cfg, resume=True, log=log, write_run=False)  # leaves the search's manifest as it is
+    except BaseException:
+        lock.release()  # a refusal leaves no .lock behind
+        raise
     try:
         return _calibrate(s, out, cfg, n, short_frac, sorted(set(lengths or [])), pick)
     finally:

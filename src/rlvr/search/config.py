@@ -26,8 +26,8 @@ class ProposerSettings(StrictModel):
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "RLVR_PROPOSER_API_KEY"
-    temperature: float = Field(0.8, ge=0)
-    timeout_s: float = Field(120.0, gt=0)
+    temperature: float = Field(0.8, ge=0, allow_inf_nan=False)
+    timeout_s: float = Field(120.0, gt=0, allow_inf_nan=False)
 
 
 class HalvingSettings(StrictModel):
@@ -60,8 +60,8 @@ class SearchConfig(StrictModel):
     candidates: int = Field(4, ge=1)  # per round
     proposer: ProposerSettings = ProposerSettings()
     base_rewards: list[RewardSpec] = [RewardSpec(name="outcome"), RewardSpec(name="format_gsm8k", weight=0.2)]
-    candidate_weight: float = Field(1.0, ge=0)
-    candidate_timeout_s: float = Field(10.0, gt=0)
+    candidate_weight: float = Field(1.0, ge=0, allow_inf_nan=False)
+    candidate_timeout_s: float = Field(10.0, gt=0, allow_inf_nan=False)
     screen_steps: int = Field(40, ge=1)
     final_steps: int | None = Field(None, ge=1)  # ensembles and seeds; None: screen_steps
     train: TrainOverrides = TrainOverrides()  # TrainConfig fields for every screening run

@@ -13,7 +13,13 @@ from typing import Any
 from rlvr.tasks import code_task, ifeval_task, math_task  # noqa: F401 - register the code, ifeval, math tasks
 from rlvr.tasks.gsm8k import DataError
 from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
-from rlvr.tasks.prompt import PromptFormatError, PromptFormatter, format_prompt, format_target
+from rlvr.tasks.prompt import (
+    PromptFormatError,
+    PromptFormatter,
+    format_prompt,
+    format_target,
+    refuse_unused_system_prompt,
+)
 from rlvr.tasks.task import SPLITS, Construction, HoldoutError, Split, Task, get_task, register, replay, task_names
 
 __all__ = [
@@ -24,6 +30,7 @@ __all__ = [
     "Problem",
     "PromptFormatError",
     "PromptFormatter",
+    "refuse_unused_system_prompt",
     "SPLITS",
     "Step",
     "Split",

@@ -19,6 +19,7 @@ __all__ = [
     "PromptFormatter",
     "format_prompt",
     "format_target",
+    "refuse_unused_system_prompt",
     "resolve_format",
 ]
 
@@ -66,6 +67,22 @@ def resolve_format(fmt: PromptFormat, tokenizer: Any) -> Literal["plain", "chat"
     if fmt == "chat" and not has_template:
         raise PromptFormatError("prompt_format 'chat': the tokenizer has no chat template; use 'plain' or 'r1'")
     return fmt
+
+
+def refuse_unused_system_prompt(
+    fmt: Literal["plain", "chat", "r1"], requested: PromptFormat, system: str | None
+) -> None:
+    """A `system_prompt` under the `plain` format (given, or what `auto` resolved to) is refused with a
+    PromptFormatError: `Q: ... A:` has no place for a system message, and a setting that silently does
+    nothing would mislead whoever reads the run's config. (An environment's conversations are chats and
+    take it; their commands do not call this.)"""
+    if fmt != "plain" or system is None:
+        return
+    how = "'plain'" if requested == "plain" else f"{requested!r} (here 'plain': the tokenizer has no chat template)"
+    raise PromptFormatError(
+        f"field 'sampling.system_prompt': prompt_format {how} has no system message, so it would be ignored; "
+        "use prompt_format 'chat' or 'r1', or drop system_prompt"
+    )
 
 
 def _r1_target(problem: Problem) -> str:
