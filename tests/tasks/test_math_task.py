@@ -173,3 +173,15 @@ def test_rlvr_train_and_eval_run_on_math_end_to_end(tmp_path):
     assert result["task"] == "math" and sum(result["statuses"].values()) == 6
     samples = [json.loads(x) for x in (ev / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 6 and all(s["status"] in STATUSES for s in samples)
+
+
+def test_the_value_of_a_variable_the_question_does_not_ask_for_is_wrong():
+    task = get_task("math")
+    asked = "If $f(q(1)) = -3$, what is $b$?"
+    assert task.verify(r"\boxed{b = -1}", "-1", question=asked).status == "correct"
+    other = task.verify(r"\boxed{a = -1}", "-1", question=asked)
+    assert other.status == "wrong" and other.reason == "value of a, not b"
+    assert task.verify(r"\boxed{a = -1}", "-1", question="Compute $f(2)$.").status == "correct"  # none named
+    assert task.verify(r"\boxed{y = 83}", "83").reason == "value of y, not x"  # MATH-500's question for 83
+    probs = load_task("math", "test")
+    assert all(p.columns["question"] in p.question for p in probs)

@@ -9,8 +9,10 @@ Rules and figures: docs/rewards.md ("Math answers"); the task: docs/tasks.md.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -145,8 +147,52 @@ def load_math_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
         meta = {k: row[k] for k in ("subject", "level") if isinstance(row.get(k), str | int)}
         pid = str(row.get("unique_id") or f"{path.stem}-{i}")
         text = f"{question}\n\n{instruction}" if instruction else question
-        problems.append(Problem(pid, text, gold, [], str(path), solution=str(row.get("solution", "")), meta=meta))
+        solution = str(row.get("solution", ""))
+        columns = {"question": question}  # what the verifier reads to know which variable is asked
+        problems.append(Problem(pid, text, gold, [], str(path), solution=solution, meta=meta, columns=columns))
     return problems
+
+
+# "Find $k$", "what is $b$?", "the largest value of $x$": the one variable a question asks for
+_ASKED = re.compile(
+    r"(?i)(?:find|compute|determine|solve for|what is|what's|value of|evaluate|calculate)\s+(?:all\s+|the\s+"
+    r"(?:positive\s+|smallest\s+|largest\s+|greatest\s+|least\s+)?(?:value|values|integer|number)s?\s+of\s+)?"
+    r"\$([a-zA-Z])\$"
+)
+_NAMED = re.compile(r"^\s*([a-zA-Z])\s*=(?!=)")  # an answer that names its variable: `b = 41`
+
+
+def asked_variables(question: str) -> frozenset[str]:
+    """The variables a question asks for by name (empty when it names none: nothing to check).
+
+    >>> sorted(asked_variables("If $f(q(1)) = -3$, what is $b$?")), sorted(asked_variables("Find $x+y$."))
+    (['b'], [])
+    """
+    return frozenset(_ASKED.findall(question))
+
+
+@functools.cache
+def _math500_asked() -> dict[str, frozenset[str]]:
+    """MATH-500's gold -> the variables its questions ask for, for a call without the question: kept only
+    where every question with that gold names one (else nothing is known, and nothing is refused)."""
+    by_gold: dict[str, list[frozenset[str]]] = {}
+    for line in math500_path().read_text().splitlines():
+        row = json.loads(line)
+        by_gold.setdefault(row["answer"].strip(), []).append(asked_variables(row["problem"]))
+    return {g: frozenset().union(*sets) for g, sets in by_gold.items() if all(sets)}
+
+
+def other_variable(verdict: Verdict, gold: str, question: str | None) -> Verdict:
+    """A correct verdict on `b = 41` becomes wrong when the question asks for another variable (`a`):
+    the same value for another variable is not the answer. A gold that names its variable is the
+    verifier's own rule; a question (or MATH-500 gold) that names none leaves the verdict as it is."""
+    named = _NAMED.match(verdict.parsed or "") if verdict.correct and "=" not in gold else None
+    if named is None:
+        return verdict
+    asked = asked_variables(question) if question else _math500_asked().get(gold.strip(), frozenset())
+    if not asked or named[1] in asked:
+        return verdict
+    return Verdict(False, verdict.parsed, f"value of {named[1]}, not {', '.join(sorted(asked))}", "wrong")
 
 
 def bucket(text: str) -> int:
@@ -171,6 +217,7 @@ class MathTask(Task):
 
     name = "math"
     params = MathParams
+    columns = ("question",)
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         if split == "test":
@@ -186,8 +233,10 @@ class MathTask(Task):
         return probs[:n] if n is not None else probs
 
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
-        """`verify_math_answer`: the LaTeX answer verifier under a hard deadline."""
-        return verify_math_answer(completion, gold)
+        """`verify_math_answer`: the LaTeX answer verifier under a hard deadline; with the problem's
+        `question` (or, without it, MATH-500's questions for this gold), the value of a variable the
+        question does not ask for is wrong (`other_variable`)."""
+        return other_variable(verify_math_answer(completion, gold), gold, columns.get("question"))
 
     def probes(self, gold: str) -> list[Probe]:
         """LaTeX rewritings, wrong values and hacks of the gold (`rlvr.verify.probes.latex_probes`)."""
