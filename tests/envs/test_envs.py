@@ -291,7 +291,7 @@ def test_grpo_trains_on_model_tokens_of_whole_conversations(
         seen["batches"] = tr._micro_batches(ro, list(range(len(ro.tokens))))
         return update(ro)
 
-    tr.update = spy
+    tr._update = spy  # the update the trainer resolved at setup (grpo: `update`)
     row = tr.train_step()
     ro = seen["ro"]
     assert [len(m) for m in ro.messages] == [3, 1, 3, 1]  # assistant, tool, assistant | assistant
