@@ -9,8 +9,6 @@ Rules: docs/code.md; the task: docs/tasks.md.
 
 from __future__ import annotations
 
-import gzip
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,11 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rlvr.harness import JailUnavailable, require_jail, verify_humaneval
-from rlvr.tasks.gsm8k import DataError
-from rlvr.tasks.math_task import bucket
+from rlvr.tasks.gsm8k import DataError, jsonl_rows, unique_problems
 from rlvr.tasks.problem import Problem
-from rlvr.tasks.task import Split, Task, register
-from rlvr.textfile import TextFileError, read_text
+from rlvr.tasks.task import Split, Task, hashed_split, register
 from rlvr.verify import Verdict
 from rlvr.verify.probes import Probe
 
@@ -41,30 +37,12 @@ def humaneval_path() -> Path:
     return Path(str(resources.files("rlvr.tasks") / "data" / "humaneval" / "HumanEval.jsonl.gz"))
 
 
-def _rows(path: Path) -> list[tuple[int, str]]:
-    if path.suffix == ".gz":
-        return list(enumerate(gzip.decompress(path.read_bytes()).decode().splitlines(), 1))
-    try:
-        return list(enumerate(read_text(path).splitlines(), 1))
-    except TextFileError as e:
-        raise DataError(str(e)) from None
-
-
 def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = CODE_INSTRUCTION) -> list[Problem]:
     """Problems of a HumanEval-format JSONL (or .jsonl.gz) file. The question is `instruction` and the
     function's signature and docstring; the gold columns (`code_prompt`, `test`, `entry_point`) are what
     the verifier reads; `answer` is the entry point's name and `solution` the canonical solution."""
-    problems: list[Problem] = []
-    for i, line in _rows(path):
-        if not line.strip():
-            continue
-        if limit is not None and len(problems) >= limit:
-            break
-        where = f"{path}:{i}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: invalid JSON: {e.msg}") from None
+    rows: list[tuple[int, Problem]] = []
+    for where, lineno, row in jsonl_rows(path, limit=limit):
         if not isinstance(row, dict):
             raise DataError(f"{where}: expected a JSON object")
         for key in _FIELDS:
@@ -75,9 +53,9 @@ def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
         solution = f"```python\n{prompt}{canonical}```" if canonical else ""
         question = f"{instruction}\n\n```python\n{prompt.strip()}\n```" if instruction else prompt
         columns = {"code_prompt": prompt, "test": row["test"], "entry_point": entry}
-        pid = str(row.get("task_id") or f"{path.stem}-{i}")
-        problems.append(Problem(pid, question, entry, [], str(path), solution=solution, columns=columns))
-    return problems
+        pid = str(row.get("task_id") or f"{path.stem}-{lineno}")
+        rows.append((lineno, Problem(pid, question, entry, [], str(path), solution=solution, columns=columns)))
+    return unique_problems(rows, path, "task_id, prompt, test, entry_point", limit)
 
 
 class CodeParams(BaseModel):
@@ -111,9 +89,7 @@ class CodeTask(Task):
                 f"code has no vendored {split} split (HumanEval is its test split): give `code_file:` "
                 "a HumanEval-format JSONL (task_id, prompt, test, entry_point)"
             )
-        probs = load_code_jsonl(Path(params.code_file), instruction=params.instruction)
-        probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
-        return probs[:n] if n is not None else probs
+        return hashed_split(load_code_jsonl(Path(params.code_file), instruction=params.instruction), split, n)
 
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
         """`rlvr.harness.verify_humaneval` on the problem's prompt, tests and entry point."""

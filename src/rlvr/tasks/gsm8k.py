@@ -7,7 +7,9 @@ naming the file and line: nothing is silently skipped.
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +17,7 @@ from typing import Any, Literal
 from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
 from rlvr.textfile import utf8_error
 
-__all__ = ["DataError", "load_gsm8k", "load_jsonl", "gsm8k_path"]
+__all__ = ["DataError", "gsm8k_path", "jsonl_rows", "load_gsm8k", "load_jsonl", "unique_problems"]
 
 
 class DataError(ValueError):
@@ -94,15 +96,22 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
     """
     path = Path(path)
     src = source or path.stem
-    out: list[Problem] = []
-    first: dict[str, int] = {}  # id -> line: a repeated id would pair the wrong problems downstream
+    rows = [(n, _problem(row, where, f"{src}-{n - 1}", src)) for where, n, row in jsonl_rows(path, limit=limit)]
+    return unique_problems(rows, path, "question, answer", limit)
+
+
+def jsonl_rows(path: Path, *, limit: int | None = None) -> Iterator[tuple[str, int, Any]]:
+    """(`file:line`, line number, parsed JSON) of each non-blank line, `limit` rows at most. A file that
+    cannot be read, a line that is not UTF-8 or not JSON, is a DataError naming the file and line; a
+    `.gz` file is read decompressed."""
     try:
-        fh = path.open("rb")
+        fh = gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
     except OSError as e:
         raise DataError(f"{path}: cannot read: {e.strerror}") from None
+    n = 0
     with fh:
         for lineno, raw in enumerate(fh, 1):
-            if limit is not None and len(out) >= limit:
+            if limit is not None and n >= limit:
                 break
             where = f"{path}:{lineno}"
             try:
@@ -115,14 +124,24 @@ def load_jsonl(path: str | Path, *, source: str | None = None, limit: int | None
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise DataError(f"{where}: invalid JSON: {e.msg}") from None
-            prob = _problem(row, where, f"{src}-{lineno - 1}", src)
-            if prob.id in first:
-                raise DataError(f"{where}: field 'id': {prob.id!r} repeats line {first[prob.id]}; ids must be unique")
-            first[prob.id] = lineno
-            out.append(prob)
-    if not out and limit != 0:
-        raise DataError(f"{path}: no problems in it (one JSON object a line: question, answer)")
-    return out
+            n += 1
+            yield where, lineno, row
+
+
+def unique_problems(
+    rows: list[tuple[int, Problem]], path: Path, fields: str, limit: int | None = None
+) -> list[Problem]:
+    """The problems of (line number, problem) rows read from `path`, refused when there are none or when
+    an id repeats (a repeated id would pair the wrong problems downstream); `fields` names what a line
+    holds, for the message."""
+    first: dict[str, int] = {}
+    for lineno, p in rows:
+        if p.id in first:
+            raise DataError(f"{path}:{lineno}: field 'id': {p.id!r} repeats line {first[p.id]}; ids must be unique")
+        first[p.id] = lineno
+    if not rows and limit != 0:
+        raise DataError(f"{path}: no problems in it (one JSON object a line: {fields})")
+    return [p for _, p in rows]
 
 
 def load_gsm8k(split: Literal["train", "test"] = "test", *, limit: int | None = None) -> list[Problem]:

@@ -9,18 +9,15 @@ score the share met. Rules: docs/instructions.md; the task: docs/tasks.md.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlvr.tasks.gsm8k import DataError
-from rlvr.tasks.math_task import bucket
+from rlvr.tasks.gsm8k import DataError, jsonl_rows, unique_problems
 from rlvr.tasks.problem import Problem
-from rlvr.tasks.task import Split, Task, register
-from rlvr.textfile import TextFileError, read_text
+from rlvr.tasks.task import Split, Task, hashed_split, register
 from rlvr.verify import Verdict
 from rlvr.verify.ifeval import REGISTRY, check_prompt, generate_prompts
 from rlvr.verify.probes import Probe
@@ -55,22 +52,8 @@ def _problem(row: Any, where: str, source: str) -> Problem:
 
 def load_ifeval_jsonl(path: Path, *, limit: int | None = None) -> list[Problem]:
     """Problems of an IFEval-format JSONL (`prompt`, `instruction_id_list`, `kwargs`; `key` kept as id)."""
-    try:
-        text = read_text(path)
-    except TextFileError as e:
-        raise DataError(str(e)) from None
-    problems: list[Problem] = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if limit is not None and len(problems) >= limit:
-            break
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{i}: invalid JSON: {e.msg}") from None
-        problems.append(_problem(row, f"{path}:{i}", str(path)))
-    return problems
+    rows = [(n, _problem(row, where, str(path))) for where, n, row in jsonl_rows(path, limit=limit)]
+    return unique_problems(rows, path, "prompt, instruction_id_list, kwargs", limit)
 
 
 class IfevalParams(BaseModel):
@@ -95,9 +78,7 @@ class IfevalTask(Task):
         if split == "test":
             return load_ifeval_jsonl(ifeval_path(), limit=n)
         if params.ifeval_file is not None:
-            probs = load_ifeval_jsonl(Path(params.ifeval_file))
-            probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
-            return probs[:n] if n is not None else probs
+            return hashed_split(load_ifeval_jsonl(Path(params.ifeval_file)), split, n)
         rows = generate_prompts(split, n if n is not None else params.n_generated, seed)  # type: ignore[arg-type]
         return [_problem(r, f"generated {split} prompt {i}", f"rlvr-ifeval-{split}") for i, r in enumerate(rows)]
 

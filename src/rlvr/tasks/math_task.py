@@ -10,7 +10,6 @@ Rules and figures: docs/rewards.md ("Math answers"); the task: docs/tasks.md.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 import threading
@@ -21,10 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rlvr.procs import LineProcess, WorkerError, WorkerPool, WorkerTimeout, python_worker_argv
-from rlvr.tasks.gsm8k import DataError
+from rlvr.tasks.gsm8k import DataError, jsonl_rows, unique_problems
 from rlvr.tasks.problem import Problem
-from rlvr.tasks.task import Split, Task, register
-from rlvr.textfile import TextFileError, read_text
+from rlvr.tasks.task import Split, Task, hashed_split, register
 from rlvr.verify import SlowPath, Verdict, verify_math
 from rlvr.verify.probes import Probe, latex_probes
 
@@ -121,21 +119,8 @@ def load_math_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
     `level` kept when present). Every gold must round-trip through the verifier (`\\boxed{gold}` verified
     against itself is correct): a gold it cannot read is a DataError naming the line, never a problem
     that silently scores 0. `instruction` is appended to each question (the `\\boxed{}` request)."""
-    try:
-        text = read_text(path)
-    except TextFileError as e:
-        raise DataError(str(e)) from None
-    problems: list[Problem] = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if limit is not None and len(problems) >= limit:
-            break
-        where = f"{path}:{i}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{where}: invalid JSON: {e.msg}") from None
+    rows: list[tuple[int, Problem]] = []
+    for where, lineno, row in jsonl_rows(path, limit=limit):
         if not isinstance(row, dict):
             raise DataError(f"{where}: expected a JSON object")
         question, gold = _text(row, "problem", where), _gold_of(row, where)
@@ -145,12 +130,12 @@ def load_math_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
                 f"{where}: field 'answer': the verifier cannot read this gold ({check.reason}): {gold[:80]}"
             )
         meta = {k: row[k] for k in ("subject", "level") if isinstance(row.get(k), str | int)}
-        pid = str(row.get("unique_id") or f"{path.stem}-{i}")
+        pid = str(row.get("unique_id") or f"{path.stem}-{lineno}")
         text = f"{question}\n\n{instruction}" if instruction else question
         solution = str(row.get("solution", ""))
         columns = {"question": question}  # what the verifier reads to know which variable is asked
-        problems.append(Problem(pid, text, gold, [], str(path), solution=solution, meta=meta, columns=columns))
-    return problems
+        rows.append((lineno, Problem(pid, text, gold, [], str(path), solution=solution, meta=meta, columns=columns)))
+    return unique_problems(rows, path, "problem, solution, answer", limit)
 
 
 # "Find $k$", "what is $b$?", "the largest value of $x$": the one variable a question asks for
@@ -195,11 +180,6 @@ def other_variable(verdict: Verdict, gold: str, question: str | None) -> Verdict
     return Verdict(False, verdict.parsed, f"value of {named[1]}, not {', '.join(sorted(asked))}", "wrong")
 
 
-def bucket(text: str) -> int:
-    """A question's hash bucket (0-99): dev is bucket < 5 of the training file."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % 100
-
-
 class MathParams(BaseModel):
     """The `math` task's load settings: `math_file` is a MATH-format JSONL for train and dev (dev is
     the 5% of it whose question hashes into bucket < 5); `test_file` replaces MATH-500 as the test split;
@@ -228,9 +208,7 @@ class MathTask(Task):
                 f"math has no vendored {split} split (MATH-500 is its test split): give `math_file:` "
                 "a MATH-format JSONL (problem, solution, answer)"
             )
-        probs = load_math_jsonl(Path(params.math_file), instruction=params.instruction)
-        probs = [p for p in probs if (bucket(p.question) < 5) == (split == "dev")]
-        return probs[:n] if n is not None else probs
+        return hashed_split(load_math_jsonl(Path(params.math_file), instruction=params.instruction), split, n)
 
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
         """`verify_math_answer`: the LaTeX answer verifier under a hard deadline; with the problem's

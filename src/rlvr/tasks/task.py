@@ -27,7 +27,9 @@ __all__ = [
     "SPLITS",
     "Split",
     "Task",
+    "bucket",
     "get_task",
+    "hashed_split",
     "register",
     "replay",
     "task_names",
@@ -163,8 +165,16 @@ class ArithTask(Task):
         return arith.generate(split, n if n is not None else 1000, seed=seed, preset=params.preset)
 
 
-def _bucket(text: str) -> int:
+def bucket(text: str) -> int:
+    """A question's hash bucket, 0-99 (a split rule that needs no stored list)."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % 100
+
+
+def hashed_split(problems: list[Problem], split: Split, n: int | None) -> list[Problem]:
+    """`dev`: the 5% of `problems` whose question hashes into bucket < 5; `train`: the rest (disjoint by
+    construction); the first `n` of them."""
+    picked = [p for p in problems if (bucket(p.question) < 5) == (split == "dev")]
+    return picked[:n] if n is not None else picked
 
 
 class GSM8KTask(Task):
@@ -175,10 +185,8 @@ class GSM8KTask(Task):
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         if split == "test":
-            probs = load_gsm8k("test")
-        else:
-            probs = [p for p in load_gsm8k("train") if (_bucket(p.question) < 5) == (split == "dev")]
-        return probs[:n] if n is not None else probs
+            return load_gsm8k("test", limit=n)
+        return hashed_split(load_gsm8k("train"), split, n)
 
 
 @dataclass(frozen=True)
