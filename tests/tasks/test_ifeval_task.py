@@ -47,3 +47,16 @@ def test_a_bad_ifeval_file_is_one_line_naming_the_line(tmp_path):
         load_ifeval_jsonl(f)
     f.write_text(json.dumps({"prompt": "Say hi.", "instruction_id_list": ["punctuation:no_comma"]}) + "\n")
     assert load_ifeval_jsonl(f)[0].columns["kwargs"] == [{}]
+
+
+def test_loose_mode_judges_ifeval_s_eight_variants():
+    """`task_settings: {mode: loose}` makes pass@k, compare and the outcome reward IFEval's loose accuracy."""
+    task = get_task("ifeval")
+    strict = next(
+        p for p in load_task("ifeval", "test") if p.columns["instruction_id_list"] == ["punctuation:no_comma"]
+    )
+    loose = next(p for p in load_task("ifeval", "test", mode="loose") if p.id == strict.id)
+    reply = "Sure, here it is:\nA reply without any of those marks."
+    assert task.verify(reply, strict.answer, **strict.columns).status == "wrong"
+    assert task.verify(reply, loose.answer, **loose.columns).status == "correct"
+    assert task.verify("A reply, with a comma inside.", loose.answer, **loose.columns).status == "wrong"

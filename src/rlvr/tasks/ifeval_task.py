@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,7 @@ def ifeval_path() -> Path:
     return Path(str(resources.files("rlvr.tasks") / "data" / "ifeval" / "input_data.jsonl"))
 
 
-def _problem(row: Any, where: str, source: str) -> Problem:
+def _problem(row: Any, where: str, source: str, mode: str = "strict") -> Problem:
     if not isinstance(row, dict):
         raise DataError(f"{where}: expected a JSON object")
     prompt, ids, kwargs = row.get("prompt"), row.get("instruction_id_list"), row.get("kwargs")
@@ -45,25 +45,28 @@ def _problem(row: Any, where: str, source: str) -> Problem:
     kwargs = kwargs if kwargs is not None else [{} for _ in ids]
     if not isinstance(kwargs, list) or len(kwargs) != len(ids) or not all(isinstance(k, dict | None) for k in kwargs):
         raise DataError(f"{where}: field 'kwargs': one object per instruction id")
-    columns = {"instruction_id_list": list(ids), "kwargs": [k or {} for k in kwargs], "prompt": prompt}
+    columns = {"instruction_id_list": list(ids), "kwargs": [k or {} for k in kwargs], "prompt": prompt, "mode": mode}
     pid = str(row.get("key", where))
     return Problem(pid, prompt, ", ".join(ids), [], source, columns=columns)
 
 
-def load_ifeval_jsonl(path: Path, *, limit: int | None = None) -> list[Problem]:
-    """Problems of an IFEval-format JSONL (`prompt`, `instruction_id_list`, `kwargs`; `key` kept as id)."""
-    rows = [(n, _problem(row, where, str(path))) for where, n, row in jsonl_rows(path, limit=limit)]
+def load_ifeval_jsonl(path: Path, *, limit: int | None = None, mode: str = "strict") -> list[Problem]:
+    """Problems of an IFEval-format JSONL (`prompt`, `instruction_id_list`, `kwargs`; `key` kept as id),
+    judged in IFEval's `mode` ("strict" or "loose")."""
+    rows = [(n, _problem(row, where, str(path), mode)) for where, n, row in jsonl_rows(path, limit=limit)]
     return unique_problems(rows, path, "prompt, instruction_id_list, kwargs", limit)
 
 
 class IfevalParams(BaseModel):
     """The `ifeval` task's load settings: `ifeval_file` replaces the generated train/dev prompts with a
     file of your own (dev: the 5% whose prompt hashes into bucket < 5); `n_generated` is how many
-    prompts a generated split holds when `n` is not given."""
+    prompts a generated split holds when `n` is not given; `mode` is IFEval's scoring that `verify` (and so
+    pass@k, `rlvr compare` and the outcome reward) uses: "strict", or "loose" (any of IFEval's 8 variants)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     ifeval_file: str | None = None
     n_generated: int = Field(2000, ge=1, le=100_000)
+    mode: Literal["strict", "loose"] = "strict"  # IFEval's scoring of a response (loose: its 8 variants)
 
 
 class IfevalTask(Task):
@@ -72,26 +75,30 @@ class IfevalTask(Task):
 
     name = "ifeval"
     params = IfevalParams
-    columns = ("instruction_id_list", "kwargs", "prompt")
+    columns = ("instruction_id_list", "kwargs", "prompt", "mode")
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         if split == "test":
-            return load_ifeval_jsonl(ifeval_path(), limit=n)
+            return load_ifeval_jsonl(ifeval_path(), limit=n, mode=params.mode)
         if params.ifeval_file is not None:
-            return hashed_split(load_ifeval_jsonl(Path(params.ifeval_file)), split, n)
+            return hashed_split(load_ifeval_jsonl(Path(params.ifeval_file), mode=params.mode), split, n)
         rows = generate_prompts(split, n if n is not None else params.n_generated, seed)  # type: ignore[arg-type]
-        return [_problem(r, f"generated {split} prompt {i}", f"rlvr-ifeval-{split}") for i, r in enumerate(rows)]
+        src = f"rlvr-ifeval-{split}"
+        return [_problem(r, f"generated {split} prompt {i}", src, params.mode) for i, r in enumerate(rows)]
 
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
-        """Correct when the completion follows every instruction (strict); `parsed` says how many it met."""
+        """Correct when the completion follows every instruction (in the problem's `mode`, strict by
+        default); `parsed` says how many it met."""
         ids, kwargs = columns["instruction_id_list"], columns["kwargs"]
+        loose = columns.get("mode") == "loose"
         v = check_prompt(completion, list(ids), list(kwargs), str(columns.get("prompt", "")))
-        met = sum(i.strict for i in v.instructions)
+        ok = [i.loose if loose else i.strict for i in v.instructions]
         if not completion.strip():
             return Verdict(False, None, "empty response", "unparseable_answer")
-        failed = [f"{i}: {r.reason}" for i, r in zip(ids, v.instructions, strict=True) if not r.strict]
-        reason = "correct" if v.strict else "; ".join(failed)[:300]
-        return Verdict(v.strict, f"{met}/{len(ids)} instructions", reason, "correct" if v.strict else "wrong")
+        failed = [f"{i}: {r.reason}" for i, r, good in zip(ids, v.instructions, ok, strict=True) if not good]
+        passed = all(ok)
+        reason = "correct" if passed else "; ".join(failed)[:300]
+        return Verdict(passed, f"{sum(ok)}/{len(ids)} instructions", reason, "correct" if passed else "wrong")
 
     def probes(self, gold: str) -> list[Probe]:
         """Instruction probes need the prompt's constraints, not a gold string (`rlvr.verify.ifeval.hack_probes`)."""
