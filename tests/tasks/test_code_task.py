@@ -23,7 +23,7 @@ def test_humaneval_is_vendored_unchanged_with_its_licence():
 
 def test_the_task_verifies_through_the_jail_and_the_rewards_read_its_columns(os_sandbox):
     probs = load_task("code", "test", n=3)
-    assert len(probs) == 3 and all(set(p.columns) == {"code_prompt", "test", "entry_point"} for p in probs)
+    assert len(probs) == 3 and all(set(p.columns) == {"code_prompt", "test", "entry_point", "verifier"} for p in probs)
     p = probs[0]
     right = p.solution
     always = f"```python\ndef {p.answer}(numbers, threshold):\n    return True\n```"
@@ -45,3 +45,12 @@ def test_without_bubblewrap_the_task_refuses_in_one_line(monkeypatch):
     with pytest.raises(DataError, match=r"^the code task cannot run: the code verifier needs bubblewrap") as e:
         load_task("code", "test", n=2)
     assert "\n" not in str(e.value)
+
+
+def test_the_naive_verifier_pays_a_hack_that_rlvr_s_refuses(os_sandbox):
+    """`verifier: naive` (the hack demonstration's harness) accepts `exit(0)`; the default refuses it."""
+    hack = "```python\nimport os\nos._exit(0)\n```"
+    for verifier, status, reward in (("rlvr", "wrong", 0.0), ("naive", "correct", 1.0)):
+        p = load_task("code", "test", n=1, verifier=verifier)[0]
+        assert get_task("code").verify(hack, p.answer, **p.columns).status == status, verifier
+        assert code_rewards.tests_passed([hack], **{k: [v] for k, v in p.columns.items()}) == [reward], verifier

@@ -7,19 +7,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.harness import verify_humaneval
+from rlvr.harness import naive_verify_humaneval, verify_humaneval
 from rlvr.rewards.columns import column, completion_text
 
 __all__ = ["tests_passed"]
 
 
 def tests_passed(
-    completions: list[Any], code_prompt: list[str], test: list[str], entry_point: list[str], **kwargs: Any
+    completions: list[Any],
+    code_prompt: list[str],
+    test: list[str],
+    entry_point: list[str],
+    verifier: list[str] | None = None,
+    **kwargs: Any,
 ) -> list[float | None]:
-    """The share of the problem's tests the completion's code passes, in [0, 1]; None when unscored."""
+    """The share of the problem's tests the completion's code passes, in [0, 1]; None when unscored.
+    A `verifier` column of "naive" judges with the exit-status harness (the hack demonstration)."""
     n = len(completions)
+    harnesses = column(verifier, "verifier", n) if verifier is not None else ["rlvr"] * n
     rows = zip(completions, column(code_prompt, "code_prompt", n), column(test, "test", n),
-               column(entry_point, "entry_point", n), strict=True)  # fmt: skip
+               column(entry_point, "entry_point", n), harnesses, strict=True)  # fmt: skip
     return [
-        verify_humaneval(completion_text(c), {"prompt": p, "test": t, "entry_point": e}).reward for c, p, t, e in rows
+        (naive_verify_humaneval if h == "naive" else verify_humaneval)(
+            completion_text(c), {"prompt": p, "test": t, "entry_point": e}
+        ).reward
+        for c, p, t, e, h in rows
     ]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rlvr.harness import JailUnavailable, require_jail, verify_humaneval
+from rlvr.harness import JailUnavailable, naive_verify_humaneval, require_jail, verify_humaneval
 from rlvr.tasks.gsm8k import DataError, jsonl_rows, unique_problems
 from rlvr.tasks.problem import Problem
 from rlvr.tasks.task import Split, Task, hashed_split, register
@@ -37,10 +37,13 @@ def humaneval_path() -> Path:
     return Path(str(resources.files("rlvr.tasks") / "data" / "humaneval" / "HumanEval.jsonl.gz"))
 
 
-def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = CODE_INSTRUCTION) -> list[Problem]:
+def load_code_jsonl(
+    path: Path, *, limit: int | None = None, instruction: str = CODE_INSTRUCTION, verifier: str = "rlvr"
+) -> list[Problem]:
     """Problems of a HumanEval-format JSONL (or .jsonl.gz) file. The question is `instruction` and the
-    function's signature and docstring; the gold columns (`code_prompt`, `test`, `entry_point`) are what
-    the verifier reads; `answer` is the entry point's name and `solution` the canonical solution."""
+    function's signature and docstring; the gold columns (`code_prompt`, `test`, `entry_point`, and
+    `verifier`: which harness judges) are what the verifier reads; `answer` is the entry point's name
+    and `solution` the canonical solution."""
     rows: list[tuple[int, Problem]] = []
     for where, lineno, row in jsonl_rows(path, limit=limit):
         if not isinstance(row, dict):
@@ -52,7 +55,7 @@ def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
         canonical = row.get("canonical_solution") if isinstance(row.get("canonical_solution"), str) else ""
         solution = f"```python\n{prompt}{canonical}```" if canonical else ""
         question = f"{instruction}\n\n```python\n{prompt.strip()}\n```" if instruction else prompt
-        columns = {"code_prompt": prompt, "test": row["test"], "entry_point": entry}
+        columns = {"code_prompt": prompt, "test": row["test"], "entry_point": entry, "verifier": verifier}
         pid = str(row.get("task_id") or f"{path.stem}-{lineno}")
         rows.append((lineno, Problem(pid, question, entry, [], str(path), solution=solution, columns=columns)))
     return unique_problems(rows, path, "task_id, prompt, test, entry_point", limit)
@@ -60,12 +63,16 @@ def load_code_jsonl(path: Path, *, limit: int | None = None, instruction: str = 
 
 class CodeParams(BaseModel):
     """The `code` task's load settings: `code_file` is a HumanEval-format JSONL for train and dev (dev is
-    the 5% of it whose question hashes into bucket < 5); `test_file` replaces HumanEval as the test split."""
+    the 5% of it whose question hashes into bucket < 5); `test_file` replaces HumanEval as the test split;
+    `verifier` picks the harness that judges (rlvr's, or the naive one for the hack demonstration)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     code_file: str | None = None
     test_file: str | None = None
     instruction: str = CODE_INSTRUCTION
+    # "naive": the exit-status harness every hack fools, kept only to show a learned hack and the audit's
+    # contrast (docs/code.md); never for a result you report
+    verifier: Literal["rlvr", "naive"] = "rlvr"
 
 
 class CodeTask(Task):
@@ -74,7 +81,7 @@ class CodeTask(Task):
 
     name = "code"
     params = CodeParams
-    columns = ("code_prompt", "test", "entry_point")
+    columns = ("code_prompt", "test", "entry_point", "verifier")
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         try:
@@ -83,18 +90,21 @@ class CodeTask(Task):
             raise DataError(f"the code task cannot run: {e}") from None
         if split == "test":
             path = Path(params.test_file) if params.test_file else humaneval_path()
-            return load_code_jsonl(path, limit=n, instruction=params.instruction)
+            return load_code_jsonl(path, limit=n, instruction=params.instruction, verifier=params.verifier)
         if params.code_file is None:
             raise DataError(
                 f"code has no vendored {split} split (HumanEval is its test split): give `code_file:` "
                 "a HumanEval-format JSONL (task_id, prompt, test, entry_point)"
             )
-        return hashed_split(load_code_jsonl(Path(params.code_file), instruction=params.instruction), split, n)
+        probs = load_code_jsonl(Path(params.code_file), instruction=params.instruction, verifier=params.verifier)
+        return hashed_split(probs, split, n)
 
     def verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
-        """`rlvr.harness.verify_humaneval` on the problem's prompt, tests and entry point."""
+        """`rlvr.harness.verify_humaneval` on the problem's prompt, tests and entry point (the naive
+        exit-status harness when the problem's `verifier` column says "naive")."""
         problem = {"prompt": columns["code_prompt"], "test": columns["test"], "entry_point": columns["entry_point"]}
-        return verify_humaneval(completion, problem).verdict()
+        harness = naive_verify_humaneval if columns.get("verifier") == "naive" else verify_humaneval
+        return harness(completion, problem).verdict()
 
     def probes(self, gold: str) -> list[Probe]:
         """Code probes need the problem, not a gold string: the audit's code check builds them (docs/code.md)."""
