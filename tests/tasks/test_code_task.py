@@ -54,3 +54,22 @@ def test_the_naive_verifier_pays_a_hack_that_rlvr_s_refuses(os_sandbox):
         p = load_task("code", "test", n=1, verifier=verifier)[0]
         assert get_task("code").verify(hack, p.answer, **p.columns).status == status, verifier
         assert code_rewards.tests_passed([hack], **{k: [v] for k, v in p.columns.items()}) == [reward], verifier
+
+
+def test_both_harnesses_run_under_a_parent_s_cpu_limit(os_sandbox):
+    """A parent's `ulimit -t` below the harness's CPU limit: the jail clamps to it instead of failing
+    (the naive harness used to crash here and call a correct solution wrong)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from rlvr.tasks import load_task\n"
+        "from rlvr.harness import naive_verify_humaneval, verify_humaneval\n"
+        "p = load_task('code', 'test', n=1)[0]\n"
+        "c = p.columns\n"
+        "prob = {'prompt': c['code_prompt'], 'test': c['test'], 'entry_point': c['entry_point']}\n"
+        "print(naive_verify_humaneval(p.solution, prob).status, verify_humaneval(p.solution, prob).status)\n"
+    )
+    out = subprocess.run(["bash", "-c", f'ulimit -t 30 && "{sys.executable}" -c "$0"', script],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.stdout.split() == ["correct", "correct"], out.stderr[-500:]

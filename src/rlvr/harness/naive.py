@@ -46,7 +46,7 @@ def naive_verify_humaneval(
     if program is None:
         return CodeVerdict("unparseable_answer", 0, total, why, None)
     backend = dataclasses.replace(require_jail(), seccomp=False)
-    cfg = {"limits": DEFAULT_LIMITS}
+    cfg = {"limits": DEFAULT_LIMITS, "path": backend.pkg_root}
     start = time.monotonic()
     proc = subprocess.Popen(
         backend.argv(cfg, None, NAIVE_SCRIPT),

@@ -10,19 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import runpy
 import site
 import sys
-
-_LIMITS = {
-    "memory_bytes": resource.RLIMIT_AS,
-    "file_bytes": resource.RLIMIT_FSIZE,
-    "open_files": resource.RLIMIT_NOFILE,
-    "processes": resource.RLIMIT_NPROC,
-    "cpu_s": resource.RLIMIT_CPU,
-    "core_bytes": resource.RLIMIT_CORE,
-}
 
 if __name__ == "__main__":
     cfg = json.loads(sys.argv[1])
@@ -30,10 +20,12 @@ if __name__ == "__main__":
     path = "/tmp/test_solution.py"
     with open(path, "wb") as f:
         f.write(source)
-    for key, res in _LIMITS.items():
-        if key in cfg["limits"]:
-            value = cfg["limits"][key]
-            resource.setrlimit(res, (value, value))
+    here = os.path.join(cfg["path"], "rlvr", "harness")
+    sys.path.insert(0, here)
+    from worker import _set_limits  # noqa: PLC0415 - by path: the code verifier's worker, its twin in this jail
+
+    sys.path.remove(here)
+    _set_limits(cfg["limits"])  # clamped to an inherited hard limit (a parent's `ulimit -t`), like the worker's
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
