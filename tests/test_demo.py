@@ -22,13 +22,22 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
         assert {"pass@1", "greedy"} <= set(tests)
         low, high = tests["pass@1"]["ci"]
         assert low <= tests["pass@1"]["diff"] <= high
+    methods = summary["baselines"]["metrics"]
+    assert set(methods) == {"base", "rft", "sft-oracle", "grpo"}  # every pair of them tested on test
+    pairs = {(t["a"], t["b"]) for t in summary["baselines"]["tests"] if t["metric"] == "pass@1"}
+    assert len(pairs) == 6 and ("rft", "grpo") in pairs and ("sft-oracle", "grpo") in pairs
+    costs = summary["costs"]  # RFT draws exactly GRPO's samples; the oracle draws none, for GRPO's time
+    assert costs["rft"]["samples_drawn"] == costs["grpo"]["samples_drawn"] == 8 * 8 * 8
+    assert costs["sft-oracle"]["samples_drawn"] == 0
+    assert costs["sft-oracle"]["train_s"] == pytest.approx(costs["grpo"]["train_s"])
     assert len(summary["audit"]["checks"]) == 8 and "boundary" in summary["audit"]["checks"]  # + reasoning boundary
     html = (out / "report.html").read_text()
     assert "Readiness audit" in html and "data:image/png;base64," in html
     assert "report:" in proc.stdout + proc.stderr
     # stdout is a pipe here: each stage prints lines (rich would draw its bars only at the end)
-    assert "1/6 SFT base: started" in proc.stdout and "2/6 GRPO: 8/8 done" in proc.stdout
-    for stage in ("base", "grpo", "evals/base-test", "evals/grpo-holdout"):
+    assert "1/7 SFT base: started" in proc.stdout and "2/7 GRPO: 8/8 done" in proc.stdout
+    assert "GRPO minus it" in proc.stdout and "sft-oracle" in proc.stdout
+    for stage in ("base", "grpo", "rft", "sft-oracle", "evals/base-test", "evals/grpo-holdout", "evals/rft-test"):
         manifest = json.loads((out / stage / "manifest.json").read_text())
         assert manifest["finished"] and manifest["versions"]["torch"]
 
