@@ -83,7 +83,7 @@ class SFTConfig(StrictModel):
     demos: DemoConfig | None = None  # tool-use demonstrations (needs a chat prompt format)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
-    # not steps): `rlvr study`'s sft-matched baseline gets the GRPO runs' time
+    # not steps): `rlvr study`'s sft-oracle baseline gets the GRPO runs' time
     max_seconds: float | None = Field(None, gt=0)
     batch_size: int = Field(32, ge=1)
     # each batch runs as this many micro-batches of rows of similar length (gradient accumulation:

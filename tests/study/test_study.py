@@ -24,7 +24,7 @@ def _cfg(tmp_path: Path, base: Path, **kw) -> StudyConfig:  # type: ignore[no-un
         "train": {"prompts_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 16}},
         "conditions": [{"name": "base", "kind": "base"},
                        {"name": "outcome", "train": {"rewards": [{"name": "outcome"}]}},
-                       {"name": "sft", "kind": "sft-matched"}],
+                       {"name": "sft", "kind": "sft-oracle"}],
         "out": str(tmp_path / "study"),
     }  # fmt: skip
     values.update(kw)
@@ -41,10 +41,10 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
     assert [c.name for c in study.conditions] == ["base", "outcome", "sft"]
     assert [len(c.runs) for c in study.conditions] == [1, 2, 2]
     assert [c.pooled.n_seeds for c in study.conditions if c.pooled] == [1, 2, 2]
-    # the sft-matched arm got the GRPO runs' median time, and says so
-    assert any("sft-matched" in n for n in study.notes)
+    # the sft-oracle arm got the GRPO runs' median time, and says so
+    assert any("sft-oracle" in n for n in study.notes)
     assert all(r.train_seconds and r.steps_done and r.steps_done >= 1 for r in study.condition("sft").runs)
-    # every arm on the same problems; vs base: 2 arms x 2 tests; the GRPO arm vs the sft-matched baseline: 1 x 2
+    # every arm on the same problems; vs base: 2 arms x 2 tests; the GRPO arm vs the sft-oracle baseline: 1 x 2
     assert study.n_problems == 12
     pairs = [(t.condition, t.reference, t.metric) for t in study.comparisons]
     assert len(pairs) == 6 and ("outcome", "sft", "greedy") in pairs and ("outcome", "base", "pass@1") in pairs
@@ -61,7 +61,7 @@ def test_study_end_to_end_then_resume_reruns_only_what_is_missing(tmp_path: Path
     t = next(t for t in study.comparisons if (t.condition, t.reference, t.metric) == ("outcome", "base", "pass@1"))
     assert t.diff == pytest.approx(paired_tests((rates(evals["base"]), pooled))[0].diff)
     html = (out / "study_report.html").read_text()
-    assert "data:image/png;base64," in html and "Paired comparisons" in html and "sft-matched" in html
+    assert "data:image/png;base64," in html and "Paired comparisons" in html and "sft-oracle" in html
     # a lost evaluation: --resume reruns that one job only, and the numbers of the others stay
     shutil.rmtree(out / "evals" / "outcome-s1")
     logs.clear()
@@ -80,9 +80,12 @@ def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
         assert cfg.conditions[0].kind == "base", name
     gran = load_config(StudyConfig, None, {}, base={"conditions": STUDY_PRESETS["granularity"]})
     assert [c.name for c in gran.conditions] == ["base", "outcome", "process", "hybrid-0.9", "hybrid-0.5", "hybrid-0.1",
-                                                 "sft-matched"]  # fmt: skip
+                                                 "rft", "sft-oracle"]  # fmt: skip
     # on the embedded world's rung, each arm with the demo's recipe
-    assert gran.preset == "small" and {c.preset for c in gran.conditions if c.kind == "grpo"} == {"demo"}
+    assert gran.preset == "small" and {c.preset for c in gran.conditions if c.kind == "grpo"} == {"demo", "demo-rft"}
+    # a config written with the oracle's earlier name still reads
+    old = load_config(StudyConfig, None, {"conditions": [{"name": "g"}, {"name": "s", "kind": "sft-matched"}]})
+    assert old.conditions[1].kind == "sft-oracle"
     bad = [
         ({"conditions": [{"name": "a"}, {"name": "a"}]}, "condition names repeat: a"),
         ({"conditions": [{"name": "s", "kind": "sft-matched"}]}, "needs at least one grpo condition"),
@@ -115,9 +118,9 @@ def test_a_bad_condition_is_refused_before_the_folder_is_touched(tmp_path: Path,
     assert not Path(cfg.out).exists()
 
 
-def test_every_grpo_arm_is_compared_with_the_sft_matched_baseline(tmp_path: Path) -> None:
-    """References: the base (every trained arm), the first trained arm (the others, not sft-matched) and
-    sft-matched (every GRPO arm, the first included), each pair once, all under one Holm correction."""
+def test_every_grpo_arm_is_compared_with_the_sft_oracle_baseline(tmp_path: Path) -> None:
+    """References: the base (every trained arm), the first trained arm (the others, not sft-oracle) and
+    sft-oracle (every GRPO arm, the first included), each pair once, all under one Holm correction."""
 
     def write(name: str, correct: list[int]) -> str:
         d = tmp_path / name

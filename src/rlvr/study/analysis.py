@@ -181,7 +181,7 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
     ]
     base_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "base" and c.name in arms), None)
     first = next((arms[c.name] for c in cfg.conditions if c.kind != "base" and c.name in arms), None)
-    sft_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "sft-matched" and c.name in arms), None)
+    sft_arm = next((arms[c.name] for c in cfg.conditions if c.kind == "sft-oracle" and c.name in arms), None)
     comparisons: list[StudyComparison] = []
     for ref in (base_arm, first, sft_arm if sft_arm is not first else None):
         if ref is None or not ids:
@@ -197,14 +197,14 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
             comparisons += _compare(other, ref, ids)
     for row, p in zip(comparisons, adjust_pvalues([row.pvalue for row in comparisons], "holm"), strict=True):
         row.pvalue_adj = p
-    matched = [r.train_seconds for r in results.values() if r.kind == "sft-matched" and r.train_seconds]
+    matched = [r.train_seconds for r in results.values() if r.kind == "sft-oracle" and r.train_seconds]
     if matched:
         grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
         spent = statistics.median(matched)
         notes.append(
-            f"sft-matched: SFT continued from the base for the GRPO runs' median wall-clock time "
-            f"({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent), the compute-matched baseline a "
-            "GRPO gain has to beat"
+            f"sft-oracle: SFT on the task's gold solutions, continued from the base for the GRPO runs' median "
+            f"wall-clock time ({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent): an oracle, it sees whole "
+            "solutions where GRPO sees one verdict a sample"
         )
     return StudyResult(
         config=cfg.model_dump(mode="json"),

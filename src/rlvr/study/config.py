@@ -1,12 +1,12 @@
 """`rlvr study` settings: `StudyConfig` (conditions x seeds from one base, evaluated on the same
-problems), its `Condition`s (grpo, base or sft-matched) and the named studies (`STUDY_PRESETS`,
+problems), its `Condition`s (grpo, base or sft-oracle) and the named studies (`STUDY_PRESETS`,
 `QUICK`); what each kind and field means: docs/study.md."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from rlvr.config import StrictModel
 from rlvr.evaluate.judge import JudgeConfig
@@ -20,9 +20,16 @@ class Condition(StrictModel):
     """One arm of the study."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a folder name
-    kind: Literal["grpo", "base", "sft-matched"] = "grpo"
+    # grpo: trained by `rlvr train` (any objective, RFT's included); sft-oracle: SFT on the task's gold
+    # solutions for the grpo arms' median time (`sft-matched`, its name before 2026-12-08, still reads)
+    kind: Literal["grpo", "base", "sft-oracle"] = "grpo"
     preset: str | None = None  # a train preset (grpo only)
     train: TrainOverrides = TrainOverrides()  # TrainConfig fields for this condition (grpo only), e.g. rewards
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _old_name(cls, v: Any) -> Any:
+        return "sft-oracle" if v == "sft-matched" else v
 
     @model_validator(mode="after")
     def _grpo_only(self) -> Condition:
@@ -70,8 +77,8 @@ class StudyConfig(StrictModel):
             raise ValueError(f"condition names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
         if sum(c.kind == "base" for c in self.conditions) > 1:
             raise ValueError("at most one base condition")
-        if any(c.kind == "sft-matched" for c in self.conditions) and not any(c.kind == "grpo" for c in self.conditions):
-            raise ValueError("an sft-matched condition needs at least one grpo condition to match")
+        if any(c.kind == "sft-oracle" for c in self.conditions) and not any(c.kind == "grpo" for c in self.conditions):
+            raise ValueError("an sft-oracle condition needs at least one grpo condition to match")
         return self
 
 
@@ -84,7 +91,9 @@ _BASE = Condition(name="base", kind="base")
 # A named study is its conditions (`--preset NAME`); the other settings are the command's.
 STUDY_PRESETS: dict[str, list[Condition]] = {
     # The 2026 process-vs-outcome replication: one base, outcome / process / hybrid rewards, each with
-    # the demo's recipe (train preset `demo`), and SFT for the same time (docs/studies.md ran it).
+    # the demo's recipe (train preset `demo`); rejection-sampling fine-tuning on the same samples (the
+    # information-matched baseline) and SFT on the gold solutions for the same time (an oracle);
+    # docs/studies.md ran it.
     "granularity": [
         _BASE,
         _grpo("outcome", RewardSpec(name="outcome"), preset="demo"),
@@ -92,7 +101,8 @@ STUDY_PRESETS: dict[str, list[Condition]] = {
         _grpo("hybrid-0.9", RewardSpec(name="hybrid", params={"lam": 0.9}), preset="demo"),
         _grpo("hybrid-0.5", RewardSpec(name="hybrid", params={"lam": 0.5}), preset="demo"),
         _grpo("hybrid-0.1", RewardSpec(name="hybrid", params={"lam": 0.1}), preset="demo"),
-        Condition(name="sft-matched", kind="sft-matched"),
+        Condition(name="rft", preset="demo-rft"),
+        Condition(name="sft-oracle", kind="sft-oracle"),
     ],
     # The audit's reward-separation check (check 3): does correctness or format drive the gain?
     "reward-separation": [

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rlvr.runs.records import Record, read_record
 
@@ -58,6 +58,12 @@ class StudyJobResult(Record):
     condition: str
     seed: int
     run_dir: str | None = None
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _old_name(cls, v: Any) -> Any:
+        return "sft-oracle" if v == "sft-matched" else v  # results written before 2026-12-08
+
     eval_dir: str
     status: str = "failed"
     train_seconds: float | None = None

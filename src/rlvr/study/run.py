@@ -34,7 +34,7 @@ class StudyError(ValueError):
 
 @dataclass(frozen=True)
 class StudyJob:
-    """One arm x seed: train (grpo: `train` is a TrainConfig), continue SFT (sft-matched: an SFTConfig) or
+    """One arm x seed: train (grpo: `train` is a TrainConfig), continue SFT (sft-oracle: an SFTConfig) or
     nothing (base: None), then evaluate (`evaluation`, whose model is the trained one or the base)."""
 
     key: str
@@ -155,7 +155,7 @@ def _grpo_config(cfg: StudyConfig, cond: Condition, seed: int, base: str, out: P
 
 
 def _sft_config(cfg: StudyConfig, seed: int, base: str, out: Path, threads: int, seconds: float | None) -> SFTConfig:
-    """SFT continued from the base for `seconds` of wall-clock time (the sft-matched baseline)."""
+    """SFT continued from the base for `seconds` of wall-clock time (the sft-oracle baseline: gold solutions)."""
     from rlvr.config import load_config
     from rlvr.sft import SFTConfig
 
@@ -178,11 +178,11 @@ def _sft_config(cfg: StudyConfig, seed: int, base: str, out: Path, threads: int,
 
 
 def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None = None) -> list[StudyJob]:
-    """Every job of the study, in condition order (the sft-matched ones only once `sft_seconds` is known)."""
+    """Every job of the study, in condition order (the sft-oracle ones only once `sft_seconds` is known)."""
     threads = _threads(cfg)
     jobs = []
     for cond in cfg.conditions:
-        if cond.kind == "sft-matched" and sft_seconds is None:
+        if cond.kind == "sft-oracle" and sft_seconds is None:
             continue
         for seed in cfg.seeds[:1] if cond.kind == "base" else cfg.seeds:  # the base is evaluated once
             key = cond.name if cond.kind == "base" else f"{cond.name}-s{seed}"
@@ -190,7 +190,7 @@ def plan_jobs(cfg: StudyConfig, base: str, out: Path, sft_seconds: float | None 
             train: TrainConfig | SFTConfig | None = None
             if cond.kind == "grpo":
                 train = _grpo_config(cfg, cond, seed, base, run_dir, threads)
-            elif cond.kind == "sft-matched":
+            elif cond.kind == "sft-oracle":
                 train = _sft_config(cfg, seed, base, run_dir, threads, sft_seconds)
             model, run = (base, "") if train is None else (str(run_dir / "model"), str(run_dir))
             evaluation = _eval_config(cfg, threads, model, eval_dir)
@@ -285,13 +285,13 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
     results: dict[str, StudyJobResult] = {}
     _run(cfg, plan_jobs(cfg, base, out), results, log)
     grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
-    if any(c.kind == "sft-matched" for c in cfg.conditions):
+    if any(c.kind == "sft-oracle" for c in cfg.conditions):
         if not grpo_s:
-            log("sft-matched: no finished GRPO run to match; skipped")
+            log("sft-oracle: no finished GRPO run to match; skipped")
         else:
             budget = statistics.median(grpo_s)
-            log(f"sft-matched: SFT continued from the base for {budget:.0f} s (the GRPO runs' median wall-clock)")
-            _run(cfg, [j for j in plan_jobs(cfg, base, out, budget) if j.kind == "sft-matched"], results, log)
+            log(f"sft-oracle: SFT on the gold solutions from the base for {budget:.0f} s (the GRPO runs' median time)")
+            _run(cfg, [j for j in plan_jobs(cfg, base, out, budget) if j.kind == "sft-oracle"], results, log)
     _judge(cfg, results, log)
     study = analyse(cfg, out, base, results)
     write_json(out / "study.json", study.to_json())
