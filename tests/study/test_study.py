@@ -12,9 +12,11 @@ import pytest
 from rlvr.config import ConfigError, load_config
 from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues
+from rlvr.grpo.config import TrainOverrides
 from rlvr.runs import read_eval
 from rlvr.study import STUDY_PRESETS, StudyConfig, StudyError, run_study
 from rlvr.study.analysis import analyse
+from rlvr.study.config import Condition, trains_rft
 from rlvr.study.records import StudyJobResult, read_study
 
 
@@ -83,6 +85,9 @@ def test_presets_validate_and_bad_configs_are_refused(tmp_path: Path) -> None:
                                                  "rft", "sft-oracle"]  # fmt: skip
     # on the embedded world's rung, each arm with the demo's recipe
     assert gran.preset == "small" and {c.preset for c in gran.conditions if c.kind == "grpo"} == {"demo", "demo-rft"}
+    # RFT is a baseline: the oracle's time is matched to the policy-gradient arms only
+    assert [c.name for c in gran.conditions if trains_rft(c)] == ["rft"]
+    assert trains_rft(Condition(name="x", train=TrainOverrides.model_validate({"objective": "rft"})))
     # a config written with the oracle's earlier name still reads
     old = load_config(StudyConfig, None, {"conditions": [{"name": "g"}, {"name": "s", "kind": "sft-matched"}]})
     assert old.conditions[1].kind == "sft-oracle"

@@ -16,7 +16,7 @@ from rlvr.evaluate.compare import paired_tests
 from rlvr.evaluate.stats import adjust_pvalues, bootstrap_ci, mcnemar
 from rlvr.runs import EvalResult, RunFileError, read_eval, read_judge
 from rlvr.runs.metrics import read_metrics
-from rlvr.study.config import StudyConfig
+from rlvr.study.config import StudyConfig, trains_rft
 from rlvr.study.records import (
     PooledPass,
     Spread,
@@ -199,12 +199,13 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
         row.pvalue_adj = p
     matched = [r.train_seconds for r in results.values() if r.kind == "sft-oracle" and r.train_seconds]
     if matched:
-        grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
+        rft = {c.name for c in cfg.conditions if trains_rft(c)}
+        grpo_s = [r.train_seconds or 0.0 for r in results.values() if r.kind == "grpo" and r.condition not in rft]
         spent = statistics.median(matched)
         notes.append(
             f"sft-oracle: SFT on the task's gold solutions, continued from the base for the GRPO runs' median "
-            f"wall-clock time ({statistics.median(grpo_s):.0f} s; {spent:.0f} s spent): an oracle, it sees whole "
-            "solutions where GRPO sees one verdict a sample"
+            f"wall-clock time ({statistics.median(grpo_s or [0.0]):.0f} s; {spent:.0f} s spent): an oracle, it "
+            "sees whole solutions where GRPO sees one verdict a sample"
         )
     return StudyResult(
         config=cfg.model_dump(mode="json"),

@@ -10,10 +10,10 @@ from pydantic import Field, SerializerFunctionWrapHandler, field_validator, mode
 
 from rlvr.config import StrictModel
 from rlvr.evaluate.judge import JudgeConfig
-from rlvr.grpo.config import TrainOverrides
+from rlvr.grpo.config import TRAIN_PRESETS, TrainOverrides
 from rlvr.rewards import RewardSpec
 
-__all__ = ["Condition", "StudyConfig", "StudyJudge", "STUDY_PRESETS", "QUICK"]
+__all__ = ["Condition", "StudyConfig", "StudyJudge", "STUDY_PRESETS", "QUICK", "trains_rft"]
 
 
 class Condition(StrictModel):
@@ -36,6 +36,15 @@ class Condition(StrictModel):
         if self.kind != "grpo" and (self.preset or self.train.model_fields_set):
             raise ValueError(f"condition {self.name!r}: preset and train apply to grpo conditions only")
         return self
+
+
+def trains_rft(cond: Condition) -> bool:
+    """Whether a trained condition runs rejection-sampling fine-tuning (`objective: rft`, given or from
+    its train preset): a baseline like sft-oracle, so not part of the time the oracle is matched to."""
+    if cond.kind != "grpo":
+        return False
+    given = cond.train.model_dump(exclude_unset=True).get("objective")
+    return (given or TRAIN_PRESETS.get(cond.preset or "", {}).get("objective")) == "rft"
 
 
 class StudyJudge(JudgeConfig):

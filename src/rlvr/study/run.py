@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlvr.runs import RunDir, RunFileError, RunFolderError, check_out, read_manifest, write_json
-from rlvr.study.config import Condition, StudyConfig
+from rlvr.study.config import Condition, StudyConfig, trains_rft
 from rlvr.study.records import StudyJobResult, StudyResult
 
 if TYPE_CHECKING:
@@ -284,7 +284,11 @@ def run_study(cfg: StudyConfig, *, resume: bool = False, overwrite: bool = False
     run.write_manifest(paths={"base": base}, seeds={"study": cfg.seeds})
     results: dict[str, StudyJobResult] = {}
     _run(cfg, plan_jobs(cfg, base, out), results, log)
-    grpo_s = [r.train_seconds for r in results.values() if r.kind == "grpo" and r.train_seconds]
+    # the oracle gets the policy-gradient runs' time: an RFT arm is a baseline too, not what it matches
+    rft = {c.name for c in cfg.conditions if trains_rft(c)}
+    grpo_s = [
+        r.train_seconds for r in results.values() if r.kind == "grpo" and r.condition not in rft and r.train_seconds
+    ]
     if any(c.kind == "sft-oracle" for c in cfg.conditions):
         if not grpo_s:
             log("sft-oracle: no finished GRPO run to match; skipped")
