@@ -31,13 +31,25 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     assert costs["sft-oracle"]["samples_drawn"] == 0
     assert costs["sft-oracle"]["train_s"] == pytest.approx(costs["grpo"]["train_s"])
     assert len(summary["audit"]["checks"]) == 8 and "boundary" in summary["audit"]["checks"]  # + reasoning boundary
+    audit = json.loads((out / "audit.json").read_text())
+    boundary = next(c for c in audit["checks"] if c["name"] == "boundary")
+    assert max(p["k_max"] for p in boundary["evidence"]["pairs"]) == 16  # the large-k evaluation was paired
     html = (out / "report.html").read_text()
     assert "Readiness audit" in html and "data:image/png;base64," in html
     assert "report:" in proc.stdout + proc.stderr
     # stdout is a pipe here: each stage prints lines (rich would draw its bars only at the end)
     assert "1/7 SFT base: started" in proc.stdout and "2/7 GRPO: 8/8 done" in proc.stdout
     assert "GRPO minus it" in proc.stdout and "sft-oracle" in proc.stdout
-    for stage in ("base", "grpo", "rft", "sft-oracle", "evals/base-test", "evals/grpo-holdout", "evals/rft-test"):
+    for stage in (
+        "base",
+        "grpo",
+        "rft",
+        "sft-oracle",
+        "evals/base-test",
+        "evals/grpo-holdout",
+        "evals/rft-test",
+        "evals/grpo-test-k16",
+    ):
         manifest = json.loads((out / stage / "manifest.json").read_text())
         assert manifest["finished"] and manifest["versions"]["torch"]
 

@@ -44,15 +44,17 @@ class DemoPlan:
     holdout_problems: int
     holdout_samples: int
     baselines: bool = True  # stages 3-4: RFT on as many samples, SFT on gold chains for GRPO's time
+    boundary_problems: int = 0  # a large-k evaluation of base and GRPO on test for the audit's
+    boundary_samples: int = 0  # reasoning-boundary check (0: none)
 
 
 PLANS = {
     # Chosen on the dev split to fit 6 minutes with the install on a 2-core host (docs/embedded.md,
     # "How the demo's budget was chosen").
     "full": DemoPlan(sft_steps=600, grpo_steps=50, eval_problems=500, eval_samples=4, eval_every=25,
-                     holdout_problems=300, holdout_samples=4),
+                     holdout_problems=300, holdout_samples=4, boundary_problems=200, boundary_samples=64),
     "quick": DemoPlan(sft_steps=150, grpo_steps=8, eval_problems=100, eval_samples=4, eval_every=0,
-                      holdout_problems=100, holdout_samples=4),
+                      holdout_problems=100, holdout_samples=4, boundary_problems=20, boundary_samples=16),
 }  # fmt: skip
 # The methods the demo trains, in the order its tables show them, and what each is.
 METHODS = {
@@ -188,10 +190,12 @@ def _bar(progress, label: str, total: int):
     return update
 
 
-def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
+def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress, large_k: bool = False) -> Path:
     n, samples = (
         (plan.holdout_problems, plan.holdout_samples) if split == "holdout" else (plan.eval_problems, plan.eval_samples)
     )
+    if large_k:  # the reasoning boundary: pass@k up to k = samples, for the audit
+        n, samples = plan.boundary_problems, plan.boundary_samples
     cfg = load_config(
         EvalConfig,
         None,
@@ -201,7 +205,7 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress) -> Path:
             "preset": TRAIN_PRESETS["demo"]["preset"],
             "n_problems": n,
             "n_samples": samples,
-            "ks": [k for k in (1, 2, 4, 8) if k <= samples],
+            "ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= samples],
             "out": str(out),
         },
     )
@@ -361,9 +365,13 @@ def run_demo(out: Path, *, quick: bool = False, seed: int = 0, overwrite: bool =
         for name, model in models.items():
             for split in ("test", "holdout") if name in ("base", "grpo") else ("test",):
                 evals[f"{name}-{split}"] = _eval(out / "evals" / f"{name}-{split}", model, split, plan, progress)
+        if plan.boundary_samples:
+            for name in ("base", "grpo"):
+                where = out / "evals" / f"{name}-test-k{plan.boundary_samples}"
+                evals[where.name] = _eval(where, models[name], "test", plan, progress, large_k=True)
         splits, baselines = _compare(evals, seed, out, progress)
         task = progress.add_task("7/7 audit", total=1)
-        audited = [evals[k] for k in ("base-test", "base-holdout", "grpo-test", "grpo-holdout")]
+        audited = [p for k, p in evals.items() if k.startswith(("base-", "grpo-"))]
         result = run_audit(grpo, audited, out_dir=out)
         progress.advance(task)
     summary = DemoSummary(
