@@ -425,6 +425,8 @@ def print_summary(summary: DemoSummary) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # a log: rich would wrap the tables at 80 columns
+        console = Console(width=max(console.width, 120))
     n = summary.plan.get("eval_problems")
     table = Table(title=f"test, {n} problems: each method from the same base (paired 95% CIs, points of pass@1)")
     for col in ("method", "samples / train s", "sampled pass@1", "greedy", "change from base", "GRPO minus it"):
