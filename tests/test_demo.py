@@ -22,7 +22,7 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
         assert {"pass@1", "greedy"} <= set(tests)
         low, high = tests["pass@1"]["ci"]
         assert low <= tests["pass@1"]["diff"] <= high
-    assert len(summary["audit"]["checks"]) == 8 and "boundary" in summary["audit"]["checks"]  # + reasoning boundary
+    assert len(summary["audit"]["checks"]) == 9 and "strict" in summary["audit"]["checks"]  # + strict re-verification
     html = (out / "report.html").read_text()
     assert "Readiness audit" in html and "data:image/png;base64," in html
     assert "report:" in proc.stdout + proc.stderr
