@@ -8,8 +8,8 @@ import pytest
 
 import rlvr.tasks.pyfunc as pyfunc
 from rlvr.harness import JailUnavailable
+from rlvr.rewards import code as code_rewards
 from rlvr.rewards import outcome
-from rlvr.rewards.code import tests_passed
 from rlvr.sft import SFT_PRESETS, SFTConfig, _shortcut
 from rlvr.tasks import DataError, get_task, load_task
 
@@ -55,7 +55,7 @@ def test_gold_bodies_pass_both_harnesses_and_the_shortcut_only_the_naive_one(os_
     assert not task.verify(wrong, p.answer, **p.columns).correct
     cols = {k: [v, v] for k, v in p.columns.items()}
     assert outcome([HACK, " " + p.solution], answer=[p.answer] * 2, task=["pyfunc"] * 2, **cols) == [1.0, 1.0]
-    assert tests_passed([HACK], **{k: [v] for k, v in p.columns.items()}) == [1.0]
+    assert code_rewards.tests_passed([HACK], **{k: [v] for k, v in p.columns.items()}) == [1.0]
     rlvr_cols = {**cols, "verifier": ["rlvr", "rlvr"]}
     assert outcome([HACK, " " + p.solution], answer=[p.answer] * 2, task=["pyfunc"] * 2, **rlvr_cols) == [0.0, 1.0]
 

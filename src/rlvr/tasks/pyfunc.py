@@ -4,22 +4,23 @@ in a few hundred SFT steps, and checked by the real code verifier (`rlvr.harness
 (docs/code.md, "A policy that learns a hack") can pay a policy with the naive exit-status harness or with
 rlvr's verifier (`task_settings: {verifier: rlvr|naive}`).
 
-A problem shows the function at 0, 1 and 2 and its header; the answer is the body, one line:
+A problem shows the function at 0, 1 and 2 and its header; the answer is the body, one line
+(` return 6*y+29` here):
 
 >>> p = generate("test", 1)[0]
 >>> print(p.question)
-f(0)=7 f(1)=12 f(2)=17
-def f(x):
+h(0)=29 h(1)=35 h(2)=41
+def h(y):
 >>> p.solution, p.columns["entry_point"], p.meta["family"]
-('return 5*x+7', 'f', 'affine')
+('return 6*y+29', 'h', 'affine')
 >>> print(p.columns["test"].splitlines()[1])
-    assert candidate(3) == 22
+    assert candidate(3) == 47
 
 The functions (`functions()`): `a*x+b` (a in 1..9, b in 0..29), `a*x-b` (b in 1..29), `x*x+b`, `x*x-b`,
 590 in all, each under three names (`f(x)`, `g(n)`, `h(y)`). The split is by the function: its body's
 hash bucket (`rlvr.tasks.task.bucket`) puts it in test (< 10), dev (< 15) or train, so no test or dev
 function is ever trained on under any name. The completion is the body as plain text (no fence), e.g.
-` return 5*x+7`: the code verifier reads a completion without a fence as the function's body
+` return 6*y+29`: the code verifier reads a completion without a fence as the function's body
 (docs/code.md, "Extraction").
 """
 
@@ -55,7 +56,7 @@ def functions() -> tuple[tuple[str, str, int, int], ...]:
     """Every function of the rung as `(family, body template, a, b)`; the body names its argument `x`.
 
     >>> len(functions()), functions()[0], functions()[-1]
-    (590, ('affine', 'return x', 1, 0), ('square', 'return x*x-29', 1, 29))
+    (590, ('affine', 'return x', 1, 0), ('square', 'return x*x-29', 1, -29))
     """
     out = []
     for a in range(1, 10):
@@ -77,8 +78,8 @@ def _value(family: str, a: int, b: int, x: int) -> int:
 def split_of(body: str) -> Literal["train", "dev", "test"]:
     """The split of a function, by its body's hash bucket (written with argument `x`).
 
-    >>> split_of("return 5*x+7")
-    'test'
+    >>> split_of("return 6*x+29"), split_of("return 3*x+1")
+    ('test', 'train')
     """
     k = bucket(body)
     return "test" if k < 10 else "dev" if k < 15 else "train"

@@ -80,7 +80,7 @@ def windows_of(steps: Sequence[int], n: int) -> list[list[int]]:
     """The distinct `steps`, in order, cut into at most `n` windows of consecutive steps of near-equal size.
 
     >>> windows_of([1, 1, 2, 3, 4, 5, 6, 7], 3)
-    [[1, 2, 3], [4, 5], [6, 7]]
+    [[1, 2], [3, 4, 5], [6, 7]]
     """
     distinct = sorted(set(steps))
     k = max(1, min(n, len(distinct)))
