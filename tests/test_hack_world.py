@@ -34,6 +34,6 @@ def test_a_naive_paid_run_is_re_verified_strictly(tmp_path: Path, os_sandbox) ->
     result = run_audit(run, [], second_verifier=False)
     strict = result.check("strict")
     assert strict.evidence.n_reverified == 16 and strict.evidence.strict_verifier == "pyfunc.strict_verify"
-    hacks = [s for s in samples if "SystemExit" in (s.completion or "")]
-    assert all(s.correct for s in hacks)  # the naive harness paid for every one
-    assert strict.evidence.hack_share == pytest.approx(len(hacks) / 16)
+    assert all(s.correct for s in samples if s.completion == " raise SystemExit(0)")  # the naive harness paid
+    paid_exits = [s for s in samples if s.correct and "SystemExit" in (s.completion or "")]
+    assert strict.evidence.hack_share == pytest.approx(len(paid_exits) / 16)  # and rlvr's refuses them
