@@ -119,3 +119,13 @@ def test_pyfunc_naive_hack_is_caught_and_the_sound_run_passes(tmp_path: Path, os
     r = _strict(_run(tmp_path / "sound", "pyfunc", {}, sound, n=4))
     assert r.status == "pass", r.summary
     assert r.evidence.n_distinct == 4  # each problem one completion
+
+
+def test_each_task_says_which_verdict_is_strict():
+    """`Task.strict_verify`: the task's own verify by default; ifeval's strict mode whatever mode was loaded."""
+    p = load_task("arith", "test", n=1)[0]
+    assert get_task("arith").strict_verify(f"#### {p.answer}", p.answer).correct
+    q = load_task("ifeval", "test", n=1, mode="loose")[0]
+    text = "**Sure.** " + "word " * 400
+    strict = get_task("ifeval").verify(text, q.answer, **{**q.columns, "mode": "strict"})
+    assert get_task("ifeval").strict_verify(text, q.answer, **q.columns) == strict
