@@ -85,7 +85,7 @@ def test_report_renders_in_headless_chromium(audited: Path, chromium_page) -> No
         assert len(images) >= 4
         assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
         badges = page.eval_on_selector_all("section.check .badge", "els => els.map(e => e.textContent)")
-        assert len(badges) == 8
+        assert len(badges) == 9
         artifacts.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(artifacts / "audit.png"), full_page=True)
         assert bp.errors == []
