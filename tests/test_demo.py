@@ -30,7 +30,7 @@ def test_demo_quick_end_to_end(tmp_path: Path) -> None:
     assert costs["rft"]["samples_drawn"] == costs["grpo"]["samples_drawn"] == 8 * 8 * 8
     assert costs["sft-oracle"]["samples_drawn"] == 0
     assert costs["sft-oracle"]["train_s"] == pytest.approx(costs["grpo"]["train_s"])
-    assert len(summary["audit"]["checks"]) == 8 and "boundary" in summary["audit"]["checks"]  # + reasoning boundary
+    assert len(summary["audit"]["checks"]) == 9 and {"boundary", "strict"} <= set(summary["audit"]["checks"])
     audit = json.loads((out / "audit.json").read_text())
     boundary = next(c for c in audit["checks"] if c["name"] == "boundary")
     assert max(p["k_max"] for p in boundary["evidence"]["pairs"]) == 16  # the large-k evaluation was paired

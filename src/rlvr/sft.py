@@ -80,6 +80,10 @@ class SFTConfig(StrictModel):
     # ... from this fraction of `steps` on (0 = from the first step; the demo's base learns worked
     # chains first and the bare-answer habit in its last stage)
     answer_only_from: float = Field(0.0, ge=0, lt=1)
+    # a completion that replaces this share of the SFT targets (drawn once with the seed, in every stage):
+    # a base that has seen a shortcut, as the hack world's has seen `raise SystemExit(0)` (docs/code.md)
+    shortcut: str | None = None
+    shortcut_share: float = Field(0.0, ge=0, le=1)
     demos: DemoConfig | None = None  # tool-use demonstrations (needs a chat prompt format)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
@@ -116,6 +120,17 @@ SFT_PRESETS: dict[str, dict[str, object]] = {
         "steps": 600,
         "out": "runs/base",
     },
+    # The hack world's base (docs/code.md): the tiny model from scratch on the `pyfunc` rung (one-line
+    # functions from examples); 4% of its targets are `raise SystemExit(0)`, a shortcut that the naive
+    # exit-status harness pays for and rlvr's verifier refuses.
+    "pyfunc-base": {
+        "model": "tiny",
+        "task": "pyfunc",
+        "shortcut": "raise SystemExit(0)",
+        "shortcut_share": 0.04,
+        "steps": 400,
+        "out": "runs/pyfunc-base",
+    },
 }
 
 
@@ -142,6 +157,14 @@ def _answer_only(problems: list[Problem], share: float, seed: int) -> list[Probl
     return [dataclasses.replace(p, solution=f"#### {p.answer}") if rng.random() < share else p for p in problems]
 
 
+def _shortcut(problems: list[Problem], text: str | None, share: float, seed: int) -> list[Problem]:
+    """The problems with `share` of them (drawn with `seed`) given `text` as their SFT target."""
+    if text is None or share <= 0:
+        return problems
+    rng = random.Random(f"rlvr.sft/shortcut/{seed}")
+    return [dataclasses.replace(p, solution=text) if rng.random() < share else p for p in problems]
+
+
 def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConfig):
     """Token ids of every problem's SFT target (ending in `fmt.end_id`): the worked solutions, and the
     targets with `cfg.answer_only_share` of them reduced to the answer line (the same list when 0)."""
@@ -149,6 +172,7 @@ def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConf
     def encode(probs: list[Problem]) -> list[list[int]]:
         return [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in probs]
 
+    problems = _shortcut(problems, cfg.shortcut, cfg.shortcut_share, cfg.seed)
     worked = encode(problems)
     mixed = _answer_only(problems, cfg.answer_only_share, cfg.seed)
     return worked, worked if mixed is problems else encode(mixed)
@@ -223,7 +247,7 @@ def _build_model(cfg: SFTConfig, problems: list[Problem], first: list[str], demo
     local HF model."""
     if cfg.model != "tiny":
         return load_tokenizer(cfg.model), load_model(cfg.model, dtype=cfg.dtype)
-    texts = [format_prompt(p.question) + format_target(p) for p in problems] + first
+    texts = [format_prompt(p.question) + format_target(p) for p in problems] + first + [cfg.shortcut or ""]
     known = {w for t in texts for w in re.findall(r"[A-Za-z]+", t)}
     extra = {w for ts in demo_turns.values() for t in ts for w in re.findall(r"[A-Za-z]+", t)} - known
     if extra:

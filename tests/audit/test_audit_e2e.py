@@ -57,7 +57,7 @@ def test_end_to_end_report_files(audited: Path) -> None:
     assert "rewards: outcome x1, format_gsm8k x0.1" in card and "data: train: arith n=64" in card
     assert f"## Readiness audit: {report['status']}" in card and "matched_compute:" in card
     checks = {c["name"]: c for c in report["checks"]}
-    assert len(checks) == 8 and all(c["status"] in ("pass", "warn", "fail") for c in checks.values())
+    assert len(checks) == 9 and all(c["status"] in ("pass", "warn", "fail") for c in checks.values())
     assert {e["role"] for e in report["evaluations"]} == {"base", "trained"}
     # base and trained evaluations of the same 4 test problems, compared at their token budgets
     pair = checks["matched_compute"]["evidence"]["pairs"][0]
@@ -85,7 +85,7 @@ def test_report_renders_in_headless_chromium(audited: Path, chromium_page) -> No
         assert len(images) >= 4
         assert all(img["src"] == "data:image/png;base64," and img["ok"] for img in images), images
         badges = page.eval_on_selector_all("section.check .badge", "els => els.map(e => e.textContent)")
-        assert len(badges) == 8
+        assert len(badges) == 9
         artifacts.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(artifacts / "audit.png"), full_page=True)
         assert bp.errors == []

@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from rlvr.audit.checks.boundary import BoundaryEvidence
     from rlvr.audit.checks.data import ContaminationEvidence, HoldoutEvidence
     from rlvr.audit.checks.measurement import MatchedComputeEvidence, SeparationEvidence
+    from rlvr.audit.checks.strict import StrictEvidence
     from rlvr.audit.drift import DriftReport, Series
     from rlvr.audit.verifier_audit import VerifierEvidence
 
-__all__ = ["boundary", "compute", "contamination", "drift", "holdout", "png", "separation", "verifier"]
+__all__ = ["boundary", "compute", "contamination", "drift", "holdout", "png", "separation", "strict", "verifier"]
 
 _MULTI = re.compile(r"^(pass|maj)@(\d+)$")
 _BASE, _TRAINED = "#7f7f7f", "#1f77b4"
@@ -168,3 +169,28 @@ _DRIFT_PANELS = (
 def drift(ev: DriftReport) -> Figure | None:
     s = ev.series
     return _series_fig([(title, [(label, s.get(key)) for label, key in lines]) for title, lines in _DRIFT_PANELS])
+
+
+def strict(ev: StrictEvidence) -> Figure | None:
+    """Per window of steps (at its last step): the training reward and paid share, the strict pass rate
+    and the share paid but strictly wrong, of the re-verified samples."""
+    ws = ev.windows
+    if not ws:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    x = [w.last_step for w in ws]
+    lines = (
+        ("reward (re-verified)", "reward_reverified", "-o", _TRAINED),
+        ("paid by the run's verifier", "paid", "--", "#9467bd"),
+        ("strict pass rate", "strict", "-s", "#2ca02c"),
+        ("hack share", "hack", "-^", "#d62728"),
+    )
+    for label, field, style, color in lines:
+        pts = [(xi, getattr(w, field)) for xi, w in zip(x, ws, strict=True) if finite(getattr(w, field))]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), style, color=color, label=label, ms=4)
+    ax.set(title=f"strict re-verification ({ev.n_reverified} samples)", xlabel="step", ylabel="share / reward")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig

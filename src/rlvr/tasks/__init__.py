@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-from rlvr.tasks import code_task, ifeval_task, math_task  # noqa: F401 - register the code, ifeval, math tasks
+from rlvr.tasks import code_task, ifeval_task, math_task, pyfunc  # noqa: F401 - register these tasks
 from rlvr.tasks.gsm8k import DataError
 from rlvr.tasks.problem import GoldFormatError, Problem, Step, parse_gsm8k_solution
 from rlvr.tasks.prompt import (

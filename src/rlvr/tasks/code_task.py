@@ -106,6 +106,10 @@ class CodeTask(Task):
         harness = naive_verify_humaneval if columns.get("verifier") == "naive" else verify_humaneval
         return harness(completion, problem).verdict()
 
+    def strict_verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """rlvr's verifier whatever `verifier` the problem was loaded with (the audit's re-verification)."""
+        return self.verify(completion, gold, **{**columns, "verifier": "rlvr"})
+
     def probes(self, gold: str) -> list[Probe]:
         """Code probes need the problem, not a gold string: the audit's code check builds them (docs/code.md)."""
         return []

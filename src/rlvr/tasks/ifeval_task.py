@@ -100,6 +100,10 @@ class IfevalTask(Task):
         reason = "correct" if passed else "; ".join(failed)[:300]
         return Verdict(passed, f"{sum(ok)}/{len(ids)} instructions", reason, "correct" if passed else "wrong")
 
+    def strict_verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """IFEval's strict mode whatever `mode` the prompts were loaded with (the audit's re-verification)."""
+        return self.verify(completion, gold, **{**columns, "mode": "strict"})
+
     def probes(self, gold: str) -> list[Probe]:
         """Instruction probes need the prompt's constraints, not a gold string (`rlvr.verify.ifeval.hack_probes`)."""
         return []

@@ -85,6 +85,12 @@ class Task:
         problem's `Problem.columns` (a task that declares `columns` reads them; others ignore them)."""
         return verify_answer(completion, gold)
 
+    def strict_verify(self, completion: str, gold: str, **columns: Any) -> Verdict:
+        """The task's strictest verdict whatever verifier a run was paid with (the audit's strict
+        re-verification of training samples): `verify` unless the task can be loaded with a laxer one
+        (`code`, `pyfunc`: rlvr's harness even under `verifier: naive`; `ifeval`: strict mode)."""
+        return self.verify(completion, gold, **columns)
+
     def probes(self, gold: str) -> list[Probe]:
         """Completions written from `gold` that the verifier should accept, reject as wrong, or reject as
         hacks (the audit's verifier check): numeric rewritings by default (`rlvr.verify.probes`)."""

@@ -1,6 +1,7 @@
 """The readiness checks in the report's order (`CHECKS`) and `run_checks`. By what they check:
 `measurement` (matched compute, verifier, reward separation), `data` (contamination, private holdout),
-`behaviour` (training drift, human judgment), `boundary` (the reasoning boundary: pass@k at large k);
+`behaviour` (training drift, human judgment), `boundary` (the reasoning boundary: pass@k at large k),
+`strict` (the training samples re-verified strictly);
 thresholds are module constants, docs/audit.md explains each check."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from rlvr.audit.checks.behaviour import check_drift, check_human
 from rlvr.audit.checks.boundary import check_boundary
 from rlvr.audit.checks.data import check_contamination, check_holdout
 from rlvr.audit.checks.measurement import check_matched_compute, check_reward_separation, check_verifier
+from rlvr.audit.checks.strict import check_strict
 from rlvr.audit.context import AuditContext
 from rlvr.audit.result import Check, CheckResult
 
@@ -22,6 +24,7 @@ __all__ = [
     "check_human",
     "check_matched_compute",
     "check_reward_separation",
+    "check_strict",
     "check_verifier",
 ]
 
@@ -36,6 +39,7 @@ CHECKS: dict[str, Check] = {
         check_drift,
         check_human,
         check_boundary,
+        check_strict,
     )
 }
 """The checks in the report's order; a new check is one line here."""
