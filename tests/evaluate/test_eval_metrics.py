@@ -264,3 +264,30 @@ def test_maj_exact_agrees_with_monte_carlo_on_a_wide_spread() -> None:
     assert _priority_counts(answers, "g") == counts
     mc = _maj_monte_carlo(counts, ks, seed=0, draws=20_000)
     np.testing.assert_allclose(exact, mc, atol=5 * 0.5 / np.sqrt(20_000))
+
+
+def test_maj_at_k_votes_by_the_verifier_s_verdict_not_by_text() -> None:
+    """Equivalent accepted answers vote together (a LaTeX `\\frac12` and `0.5`, two code solutions that
+    differ in text): the majority is judged by the verdicts, never by string equality with the gold."""
+    import numpy as np
+
+    from rlvr.evaluate.evaluation import EvalConfig, summarize_scores
+    from rlvr.evaluate.runner import Scored
+    from rlvr.tasks.problem import Problem
+
+    parsed = [["\\frac12", "0.5", "3", "3"], ["def f(): return 1", "x", "y", None]]
+    correct = np.array([[True, True, False, False], [True, False, False, False]])
+    scored = Scored(
+        correct=correct,
+        tokens=np.full((2, 4), 5),
+        truncated=np.zeros((2, 4), bool),
+        parsed=parsed,
+        reasons=[[""] * 4] * 2,
+        texts=[[""] * 4] * 2,
+    )
+    problems = [Problem("a", "q", "\\frac{1}{2}", [], "t"), Problem("b", "q", "", [], "t")]
+    cfg = EvalConfig(model="m", ks=[1, 4], n_samples=4)
+    metrics = summarize_scores(problems, scored, None, cfg)["metrics"]
+    # a: "right" has 2 votes, "3" has 2, and the right ones came first: maj@4 = 1; b: four distinct
+    # ballots of one vote each, the right one first: maj@4 = 1 (ties go to the first answer)
+    assert metrics["maj@4"].value == 1.0

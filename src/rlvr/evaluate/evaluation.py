@@ -95,6 +95,17 @@ def _metric(values: np.ndarray, k: int, n: int, tokens: float, cfg: EvalConfig) 
     return Metric(value=float(values.mean()), ci=[low, high], k=k, n=n, tokens_per_problem=tokens)
 
 
+_RIGHT = "\x00right"  # the vote of every sample the verifier accepted
+
+
+def _votes(sampled: Scored, i: int) -> list[str | None]:
+    """Problem i's samples as majority-vote ballots: every accepted answer is one vote for the gold (the
+    verifier judged them equivalent to it, so to each other: `\\frac12` and `0.5` vote together, and a
+    code solution is never compared as text with the gold's); a rejected answer votes for its own parsed
+    text; an unparsed one abstains."""
+    return [_RIGHT if ok else parsed for parsed, ok in zip(sampled.parsed[i], sampled.correct[i], strict=True)]
+
+
 def summarize_scores(
     problems: list[Problem], sampled: Scored, greedy: Scored | None, cfg: EvalConfig
 ) -> dict[str, Any]:
@@ -104,7 +115,7 @@ def summarize_scores(
     tok_per_sample = float(sampled.tokens.mean())
     metrics: dict[str, Metric] = {}
     ks = [k for k in cfg.ks if k <= n]
-    majs = np.array([maj_at_ks(sampled.parsed[i], p.answer, ks, seed=cfg.seed) for i, p in enumerate(problems)])
+    majs = np.array([maj_at_ks(_votes(sampled, i), _RIGHT, ks, seed=cfg.seed) for i in range(len(problems))])
     for j, k in enumerate(ks):
         metrics[f"pass@{k}"] = _metric(pass_at_k_array(n, c, k), k, n, k * tok_per_sample, cfg)
         if k > 1:
