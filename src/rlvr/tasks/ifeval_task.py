@@ -100,7 +100,7 @@ class IfevalTask(Task):
         reason = "correct" if passed else "; ".join(failed)[:300]
         return Verdict(passed, f"{sum(ok)}/{len(ids)} instructions", reason, "correct" if passed else "wrong")
 
-    def probes(self, gold: str) -> list[Probe]:
+    def probes(self, problem: Problem) -> list[Probe]:
         """Instruction probes need the prompt's constraints, not a gold string (`rlvr.verify.ifeval.hack_probes`)."""
         return []
 
