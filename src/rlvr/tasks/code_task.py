@@ -74,7 +74,7 @@ def code_probes(problem: Problem) -> list[Probe]:
     as wrong; one completion per hack family of `rlvr.harness.hack_probes` must be refused as a hack.
     Each carries the problem's columns, so the audit judges it with the run's own `verifier` setting.
 
-    >>> p = Problem("t", "q", "f", [], "s", solution="```python\ndef f(): return 1\n```", columns={"entry_point": "f"})
+    >>> p = Problem("t", "q", "f", [], "s", solution="def f(): return 1", columns={"entry_point": "f"})
     >>> [(x.kind, x.form) for x in code_probes(p)][:4]
     [('equivalent', 'canonical solution'), ('wrong', 'returns None'), ('wrong', 'raises'), ('adversarial', 'exit(0)')]
     """
