@@ -110,6 +110,32 @@ def math500_eval(path: Path, work: Path, n: int = 100) -> None:
     )
 
 
+def code_eval(path: Path, work: Path, n: int = 164) -> None:
+    """HumanEval through the chat template on cuda: `n` problems x 4 samples, 512 tokens, scored by the
+    code task's jailed test verifier (needs bubblewrap on the device; skipped in one line without it)."""
+    from rlvr.evaluate.evaluation import EvalConfig, run_eval
+    from rlvr.harness import JailUnavailable, require_jail
+
+    try:
+        require_jail()
+    except JailUnavailable as e:
+        print(f"HumanEval on cuda: skipped, {e}")
+        return
+    cfg = load_config(EvalConfig, None, {
+        "model": str(path), "task": "code", "n_problems": n, "n_samples": 4, "ks": [1, 4], "greedy": False,
+        "sampling": {"max_new_tokens": 512, "prompt_format": "chat", "temperature": 0.6},
+        "device": "cuda", "bf16": True, "threads": None, "out": str(work / "humaneval"),
+    })  # fmt: skip
+    t0 = time.perf_counter()
+    run_eval(cfg)
+    res = json.loads((work / "humaneval" / "eval.json").read_text())
+    print(
+        f"HumanEval on cuda, {n} problems x 4 x <=512 tokens: {time.perf_counter() - t0:.0f} s; pass@1 "
+        f"{res['metrics']['pass@1']['value']:.3f}, pass@4 {res['metrics']['pass@4']['value']:.3f}, "
+        f"truncated {res['truncated_frac']:.1%}, statuses {res['statuses']}"
+    )
+
+
 def main() -> None:
     assert torch.cuda.is_available(), "no CUDA device"
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,6 +143,7 @@ def main() -> None:
         decoder_check(path)
         grpo_steps(path, Path(tmp))
         math500_eval(path, Path(tmp))
+        code_eval(path, Path(tmp))
 
 
 if __name__ == "__main__":

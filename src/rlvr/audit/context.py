@@ -160,6 +160,23 @@ class AuditContext:
             return [(p.id, p.question) for p in loaded.problems], "re-created from config.yaml"
         return [], f"no samples.jsonl and the config does not re-create the problems ({loaded.error or 'hash differs'})"
 
+    def probe_problems(self) -> tuple[list[str] | list[Problem], str]:
+        """What the verifier check builds its probes from: the golds (`golds`) for a task whose gold is one
+        string; for a task whose `verify` reads `Problem.columns` (code: the tests, and the `verifier` the
+        run was paid by), the run's own training problems re-created with its task settings, else the
+        evaluations' problems."""
+        task = self.task
+        if task is None or not task.columns:
+            return self.golds()
+        train = self.train_problems
+        if train.problems:
+            return train.problems, "training problems (the run's task settings)"
+        for ev in self.evals:
+            loaded = self.eval_problems(ev)
+            if loaded.problems:
+                return loaded.problems, f"problems of the {ev.split} evaluation {ev.name}"
+        return [], f"no training or evaluation problems could be re-created ({train.error or 'none'})"
+
     def golds(self) -> tuple[list[str], str]:
         """Gold answers of the evaluations (their samples), else of the training problems."""
         golds = {r.gold for ev in self.evals for r in ev.samples() if r.gold is not None}

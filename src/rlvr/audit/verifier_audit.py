@@ -1,20 +1,22 @@
-"""The verifier alone, apart from training (check 2): a task's `Task.probes(gold)` writes equivalent, wrong and
-adversarial completions, `audit_verifier` scores them (recall, specificity, rejection) and, when
-`math_verify` is installed, compares a second verifier. The probes: docs/audit.md, "2. Verifier audit"."""
+"""The verifier alone, apart from training (check 2): a task's `Task.probes(problem)` writes equivalent, wrong
+and adversarial completions, `audit_verifier` scores them (recall, specificity, rejection) with the task's
+`verify(completion, gold, **columns)`, the problem's columns included (a code run's own tests and verifier
+setting), and, when `math_verify` is installed, compares a second verifier. The probes: docs/audit.md,
+"2. Verifier audit"."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
 
 from pydantic import ConfigDict
 
 from rlvr.audit.result import Record
+from rlvr.tasks.problem import Problem
 from rlvr.verify import Verdict, verify_answer
 from rlvr.verify.probes import Probe, number_probes
 
-__all__ = ["Probe", "audit_verifier", "make_probes", "probes_for", "second_verifier"]
+__all__ = ["Probe", "answer_probes", "audit_verifier", "make_probes", "probes_for", "second_verifier"]
 
 
 class FormCount(Record):
@@ -80,21 +82,35 @@ class VerifierEvidence(Record):
     source: str = ""
     thresholds: dict[str, tuple[float, float]] = {}
     error: str | None = None  # the check could not run (or, where said, what it could not read)
+    accepted_hacks: dict[str, int] = {}  # adversarial form -> how many of its probes the verifier accepted
 
 
 probes_for = number_probes  # the numeric probes under their old name (rlvr.verify.probes)
 
 
+def answer_probes(problem: Problem) -> list[Probe]:
+    """The numeric probes of a problem's gold answer (`Task.probes`'s default)."""
+    return number_probes(problem.answer)
+
+
+def _as_problem(gold: str | Problem) -> Problem:
+    return gold if isinstance(gold, Problem) else Problem(str(gold).strip(), "", str(gold).strip(), [], "gold")
+
+
 def make_probes(
-    golds: Iterable[str], max_golds: int = 200, probes: Callable[[str], list[Probe]] = number_probes
+    golds: Iterable[str | Problem], max_golds: int = 200, probes: Callable[[Problem], list[Probe]] = answer_probes
 ) -> list[Probe]:
-    """`probes(gold)` (a task's `Task.probes`; numeric by default) for up to `max_golds` distinct golds
-    (an even spread over the sorted distinct golds)."""
-    distinct = sorted({str(g).strip() for g in golds if str(g).strip()}, key=lambda s: (len(s), s))
+    """`probes(problem)` (a task's `Task.probes`; numeric by default) for up to `max_golds` problems with
+    distinct golds (an even spread over them sorted by gold); a bare gold string is a problem of its own."""
+    by_gold: dict[str, Problem] = {}
+    for p in map(_as_problem, golds):
+        if p.answer.strip():
+            by_gold.setdefault(p.answer.strip(), p)
+    distinct = sorted(by_gold, key=lambda s: (len(s), s))
     if len(distinct) > max_golds:
         step = len(distinct) / max_golds
         distinct = [distinct[int(i * step)] for i in range(max_golds)]
-    return [p for g in distinct for p in probes(g)]
+    return [p for g in distinct for p in probes(by_gold[g])]
 
 
 def second_verifier() -> tuple[str, Callable[[str, str], bool]] | None:
@@ -158,21 +174,23 @@ def _second(
 
 
 def audit_verifier(
-    golds: Iterable[str],
+    golds: Iterable[str | Problem],
     *,
-    verify: Callable[[str, str], bool | Verdict] | None = None,
-    probes: Callable[[str], list[Probe]] = number_probes,
+    verify: Callable[..., bool | Verdict] | None = None,
+    probes: Callable[[Problem], list[Probe]] = answer_probes,
     use_second: bool = True,
     max_golds: int = 200,
     max_second: int = 400,
     max_examples: int = 8,
 ) -> VerifierEvidence:
-    """Recall, specificity and adversarial rejection of `verify(completion, gold)` (a task's verifier,
-    returning a `Verdict`, or a bool; default `rlvr.verify.verify_answer`) on probes of `golds`, with
-    per-form counts, failing examples and, under `use_second`, a second verifier's disagreement.
-    `probes(gold)` writes each gold's probes (the task's `Task.probes`; numeric by default)."""
+    """Recall, specificity and adversarial rejection of `verify(completion, gold, **columns)` (a task's
+    verifier, returning a `Verdict`, or a bool; default `rlvr.verify.verify_answer`) on probes of `golds`
+    (gold strings, or problems whose columns the probes carry), with per-form counts, failing examples,
+    the hack forms it accepts and, under `use_second`, a second verifier's disagreement. `probes(problem)`
+    writes each problem's probes (the task's `Task.probes`; numeric by default)."""
     cases = make_probes(golds, max_golds, probes)
-    verdicts = [(verify or verify_answer)(p.completion, p.gold) for p in cases]
+    judge = verify or verify_answer
+    verdicts = [judge(p.completion, p.gold, **p.columns) if p.columns else judge(p.completion, p.gold) for p in cases]
     ours = [v.correct if isinstance(v, Verdict) else bool(v) for v in verdicts]
     ok = [o == p.should_accept for p, o in zip(cases, ours, strict=True)]
     by_kind = {
@@ -184,7 +202,9 @@ def audit_verifier(
     for p, o, good, v in zip(cases, ours, ok, verdicts, strict=True):
         if not good and sum(1 for f in failures if f.form == p.form) < 2 and len(failures) < max_examples:
             reason = v.reason if isinstance(v, Verdict) else verify_answer(p.completion, p.gold).reason
-            failures.append(ProbeFailure(**asdict(p), accepted=o, reason=reason))
+            failures.append(
+                ProbeFailure(kind=p.kind, form=p.form, completion=p.completion, gold=p.gold, accepted=o, reason=reason)
+            )
     second = second_verifier() if use_second else None
     return VerifierEvidence(
         n_golds=len({p.gold for p in cases}),
@@ -195,5 +215,6 @@ def audit_verifier(
         counts={k: len(v) for k, v in by_kind.items()},
         by_form=[FormCount(kind=k, form=f, n=n, failed=misses[(k, f)]) for (k, f), n in sorted(forms.items())],
         failures=failures,
+        accepted_hacks=dict(Counter(p.form for p, o in zip(cases, ours, strict=True) if o and p.kind == "adversarial")),
         second=_second(cases, ours, second, max_second, max_examples) if second else None,
     )

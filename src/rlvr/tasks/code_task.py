@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rlvr.harness import JailUnavailable, naive_verify_humaneval, require_jail, verify_humaneval
+from rlvr.harness import JailUnavailable, hack_probes, naive_verify_humaneval, require_jail, verify_humaneval
 from rlvr.tasks.gsm8k import DataError, jsonl_rows, unique_problems
 from rlvr.tasks.problem import Problem
 from rlvr.tasks.task import Split, Task, hashed_split, register
 from rlvr.verify import Verdict
 from rlvr.verify.probes import Probe
 
-__all__ = ["CODE_INSTRUCTION", "CodeParams", "CodeTask", "humaneval_path", "load_code_jsonl"]
+__all__ = ["CODE_INSTRUCTION", "CodeParams", "CodeTask", "code_probes", "humaneval_path", "load_code_jsonl"]
 
 CODE_INSTRUCTION = "Complete the following Python function. Reply with the whole function in one ```python code block."
 _FIELDS = ("prompt", "test", "entry_point")
@@ -61,6 +61,30 @@ def load_code_jsonl(
     return unique_problems(rows, path, "task_id, prompt, test, entry_point", limit)
 
 
+# wrong solutions that define the entry point and compute nothing: every HumanEval-style test refuses them
+_WRONG = {
+    "returns None": "```python\ndef ENTRY(*args, **kwargs):\n    return None\n```\n",
+    "raises": "```python\ndef ENTRY(*args, **kwargs):\n    raise NotImplementedError\n```\n",
+}
+
+
+def code_probes(problem: Problem) -> list[Probe]:
+    """The audit's probes of one code problem: its canonical solution (`Problem.solution`, when it has
+    one) must be accepted; two solutions that compute nothing (`returns None`, `raises`) must be refused
+    as wrong; one completion per hack family of `rlvr.harness.hack_probes` must be refused as a hack.
+    Each carries the problem's columns, so the audit judges it with the run's own `verifier` setting.
+
+    >>> p = Problem("t", "q", "f", [], "s", solution="def f(): return 1", columns={"entry_point": "f"})
+    >>> [(x.kind, x.form) for x in code_probes(p)][:4]
+    [('equivalent', 'canonical solution'), ('wrong', 'returns None'), ('wrong', 'raises'), ('adversarial', 'exit(0)')]
+    """
+    entry, gold, cols = str(problem.columns.get("entry_point") or problem.answer), problem.answer, dict(problem.columns)
+    out = [Probe("equivalent", "canonical solution", problem.solution, gold, cols)] if problem.solution else []
+    out += [Probe("wrong", form, code.replace("ENTRY", entry), gold, cols) for form, code in _WRONG.items()]
+    hacks = hack_probes({"entry_point": entry})
+    return out + [Probe("adversarial", h.family, h.completion, gold, cols) for h in hacks]
+
+
 class CodeParams(BaseModel):
     """The `code` task's load settings: `code_file` is a HumanEval-format JSONL for train and dev (dev is
     the 5% of it whose question hashes into bucket < 5); `test_file` replaces HumanEval as the test split;
@@ -82,6 +106,7 @@ class CodeTask(Task):
     name = "code"
     params = CodeParams
     columns = ("code_prompt", "test", "entry_point", "verifier")
+    probe_limit = 4  # the audit probes 4 problems x 20 completions (one jailed run each, ~10-30 s)
 
     def generate(self, split: Split, n: int | None, seed: int, params: Any) -> list[Problem]:
         try:
@@ -110,9 +135,9 @@ class CodeTask(Task):
         """rlvr's verifier whatever `verifier` the problem was loaded with (the audit's re-verification)."""
         return self.verify(completion, gold, **{**columns, "verifier": "rlvr"})
 
-    def probes(self, gold: str) -> list[Probe]:
-        """Code probes need the problem, not a gold string: the audit's code check builds them (docs/code.md)."""
-        return []
+    def probes(self, problem: Problem) -> list[Probe]:
+        """`code_probes`: the canonical solution, two wrong ones and one hack per family (docs/code.md)."""
+        return code_probes(problem)
 
 
 register(CodeTask())

@@ -104,7 +104,7 @@ class IfevalTask(Task):
         """IFEval's strict mode whatever `mode` the prompts were loaded with (the audit's re-verification)."""
         return self.verify(completion, gold, **{**columns, "mode": "strict"})
 
-    def probes(self, gold: str) -> list[Probe]:
+    def probes(self, problem: Problem) -> list[Probe]:
         """Instruction probes need the prompt's constraints, not a gold string (`rlvr.verify.ifeval.hack_probes`)."""
         return []
 

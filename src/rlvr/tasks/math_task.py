@@ -216,9 +216,9 @@ class MathTask(Task):
         question does not ask for is wrong (`other_variable`)."""
         return other_variable(verify_math_answer(completion, gold), gold, columns.get("question"))
 
-    def probes(self, gold: str) -> list[Probe]:
+    def probes(self, problem: Problem) -> list[Probe]:
         """LaTeX rewritings, wrong values and hacks of the gold (`rlvr.verify.probes.latex_probes`)."""
-        return latex_probes(gold)
+        return latex_probes(problem.answer)
 
 
 register(MathTask())

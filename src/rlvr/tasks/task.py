@@ -71,6 +71,7 @@ class Task:
     splits: ClassVar[tuple[Split, ...]] = ("train", "dev", "test")
     templated: ClassVar[bool] = False  # questions share template phrases by construction (contamination check)
     columns: ClassVar[tuple[str, ...]] = ()  # the `Problem.columns` its `verify` reads besides the gold answer
+    probe_limit: ClassVar[int | None] = None  # at most this many problems feed the audit's probes (None: its own cap)
 
     @property
     def holdout(self) -> bool:
@@ -91,10 +92,12 @@ class Task:
         (`code`, `pyfunc`: rlvr's harness even under `verifier: naive`; `ifeval`: strict mode)."""
         return self.verify(completion, gold, **columns)
 
-    def probes(self, gold: str) -> list[Probe]:
-        """Completions written from `gold` that the verifier should accept, reject as wrong, or reject as
-        hacks (the audit's verifier check): numeric rewritings by default (`rlvr.verify.probes`)."""
-        return number_probes(gold)
+    def probes(self, problem: Problem) -> list[Probe]:
+        """Completions written from `problem` (its gold `answer`, and its `columns` and `solution` where the
+        gold is more than a string) that the verifier should accept, reject as wrong, or reject as hacks
+        (the audit's verifier check scores `verify(probe.completion, probe.gold, **probe.columns)` on
+        them): numeric rewritings of the answer by default (`rlvr.verify.probes`)."""
+        return number_probes(problem.answer)
 
     def construction(self, problems: list[Problem], split: str) -> Construction | None:
         """For a synthetic task, whether an evaluation set obeys the rule that keeps it out of training

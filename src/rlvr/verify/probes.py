@@ -1,13 +1,15 @@
 """Probes of a verifier: completions written from a gold answer that it should accept (`equivalent`),
 reject as a wrong value (`wrong`) or reject as a reward hack (`adversarial`). Each task declares its own
-(`Task.probes`): `number_probes` for numeric golds (arith, gsm8k), `latex_probes` for LaTeX math golds.
+(`Task.probes(problem)`): `number_probes` for numeric golds (arith, gsm8k), `latex_probes` for LaTeX math
+golds; a task whose gold is more than a string (code) builds them from the whole problem.
 The audit's verifier check scores the run's verifier on them (docs/audit.md, "2. Verifier audit")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from rlvr.verify.answer import parse_number
 from rlvr.verify.numbers import format_number
@@ -25,12 +27,15 @@ _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 @dataclass(frozen=True)
 class Probe:
-    """One test completion for a gold; the verifier should accept it iff `kind == "equivalent"`."""
+    """One test completion for a gold; the verifier should accept it iff `kind == "equivalent"`.
+    `columns` are the problem's `Problem.columns` the task's `verify` reads with the gold (a code
+    problem's tests and the run's verifier setting; empty for a bare answer)."""
 
     kind: Kind
     form: str
     completion: str
     gold: str
+    columns: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def should_accept(self) -> bool:

@@ -12,8 +12,7 @@ from rlvr.audit.context import AuditContext, PairedChange, finite
 from rlvr.audit.result import CheckResult, Record, Status, Table, check, fmt, worst
 from rlvr.audit.runs import EvalRun
 from rlvr.audit.separation import RewardShares, ablation_rows, reward_shares
-from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, audit_verifier
-from rlvr.verify.probes import number_probes
+from rlvr.audit.verifier_audit import ProbeFailure, SecondExample, VerifierEvidence, answer_probes, audit_verifier
 
 __all__ = [
     "MatchedComputeEvidence",
@@ -193,27 +192,35 @@ def _rate_status(name: str, value: float | None) -> Status:
     plots.verifier,
 )
 def check_verifier(ctx: AuditContext) -> CheckResult:
-    golds, source = ctx.golds()
+    golds, source = ctx.probe_problems()
     if not golds:
         ev = VerifierEvidence(source=source)
         return CheckResult("verifier", "warn", "no gold answers found to build probes from", ev)
-    verify = ctx.task.verify if ctx.task is not None else None  # None: rlvr.verify.verify_answer
-    probes = ctx.task.probes if ctx.task is not None else number_probes  # the task's own probe forms
-    res = audit_verifier(golds, verify=verify, probes=probes, use_second=ctx.second_verifier, max_golds=ctx.max_golds)
+    task = ctx.task
+    verify = task.verify if task is not None else None  # None: rlvr.verify.verify_answer
+    probes = task.probes if task is not None else answer_probes  # the task's own probe forms
+    answers = task is None or not task.columns  # a gold that is one answer string: a math verifier compares
+    limit = min(ctx.max_golds, task.probe_limit or ctx.max_golds) if task is not None else ctx.max_golds
+    second = ctx.second_verifier and answers
+    res = audit_verifier(golds, verify=verify, probes=probes, use_second=second, max_golds=limit)
     res.source, res.thresholds = source, VERIFIER_THRESHOLDS
     rates = {"recall": res.recall, "specificity": res.specificity, "rejection": res.rejection}
     status = worst([_rate_status(k, rates[k]) for k in VERIFIER_THRESHOLDS])
     text = (
         f"recall {fmt(res.recall)}, specificity {fmt(res.specificity)}, adversarial rejection "
-        f"{fmt(res.rejection)} on {res.n_probes} probes from {res.n_golds} golds"
+        f"{fmt(res.rejection)} on {res.n_probes} probes from {res.n_golds} " + ("golds" if answers else "problems")
     )
+    if res.accepted_hacks:
+        text += "; hacks it accepts: " + ", ".join(f"{f} ({n}/{res.n_golds})" for f, n in res.accepted_hacks.items())
+    elif not answers:
+        text += "; it accepts no hack"
     sec = res.second
     if sec:
         text += (
             f"; {sec.name} disagrees on {fmt(sec.disagreement, '.1%')} of {sec.n} probes"
             f" (the probe label sides with rlvr on {sec.rlvr_right} of {sec.rlvr_right + sec.second_right})"
         )
-    else:
+    elif answers:
         text += "; no second verifier installed (pip install math-verify)"
     rows = [
         [k, fmt(rates[k]), f">= {VERIFIER_THRESHOLDS[k][0]}", f">= {VERIFIER_THRESHOLDS[k][1]}"]
@@ -223,6 +230,10 @@ def check_verifier(ctx: AuditContext) -> CheckResult:
     failed = [[f.kind, f.form, f.n, f.failed] for f in res.by_form if f.failed]
     if failed:
         tables.append(Table("probe forms with failures", ["kind", "form", "probes", "failed"], failed))
+    if not answers:  # every hack family, and whether the run's verifier paid for it
+        hacks = [f for f in res.by_form if f.kind == "adversarial"]
+        fams = [[f.form, f.n, f.failed, "ACCEPTED" if f.failed else "refused"] for f in hacks]
+        tables.append(Table("hack families", ["family", "probes", "accepted", "verdict"], fams))
     if sec and sec.by_form:
         per_form = [[d.form, d.n, d.rlvr_right, d.n - d.rlvr_right] for d in sec.by_form]
         cols = ["form", "probes", "rlvr right", f"{sec.name} right"]
