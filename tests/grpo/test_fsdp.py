@@ -98,7 +98,7 @@ def _cut(run: Path, cut: Path, keep: int) -> None:
     "kw",
     [
         {"objective": "grpo", "objective_overrides": {"beta": 0.04}},
-        {"objective": "dr_grpo"},
+        {"objective": "dr_grpo", "micro_batch_size": 2},
         {
             "objective": "grpo",
             "objective_overrides": {"beta": 0.04},
@@ -108,6 +108,14 @@ def _cut(run: Path, cut: Path, keep: int) -> None:
     ids=["grpo-kl", "dr_grpo", "lora-kl"],
 )
 def test_fsdp_two_ranks_equal_one_process(tmp_path, tiny_model_dir, kw) -> None:
+    """The untrained model's outcome is always 0: a length reward that is constant for some prompts, so
+    that without a KL term the ranks run different numbers of micro-batches (the others pad)."""
+    reward = tmp_path / "length.py"
+    reward.write_text(
+        "def length(completions, prompts, **kw):\n"
+        "    return [len(c) / 100 if len(p) % 3 else 0.0 for c, p in zip(completions, prompts)]\n"
+    )
+    kw = {**kw, "rewards": [{"name": "outcome", "weight": 0.0}, {"file": str(reward), "function": "length"}]}
     GRPOTrainer(load_config(TrainConfig, _config(tmp_path, tiny_model_dir, "one", steps=3, **kw))).train()
     _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "two", steps=3, **kw, **FSDP)))
     _assert_same(tmp_path / "one", tmp_path / "two")
