@@ -1,7 +1,8 @@
 """Sharded data parallelism with FSDP2 (`distributed.strategy: fsdp`): parameters, gradients and AdamW
 state split over the ranks (`torch.distributed.fsdp.fully_shard` per decoder layer and at the root),
 checkpoints in `torch.distributed.checkpoint`'s sharded format, and the full weights gathered once a
-step into an unsharded rollout copy for sampling, evaluation, vLLM syncs and the final `model/`.
+step (one parameter at a time) into an unsharded rollout copy for sampling, evaluation, vLLM syncs
+and the final `model/`.
 
 Why a rollout copy and not `unshard()`: the decoders (fast, HF `generate`, vLLM) read whole weights,
 and the ranks sample different numbers of tokens, so a forward of the sharded model (a collective per
@@ -22,8 +23,7 @@ import torch
 __all__ = [
     "decoder_layers",
     "shard_model",
-    "full_state_dict",
-    "load_full_state",
+    "gather_into",
     "pad_count",
     "dummy_backward",
     "grad_norm",
@@ -74,22 +74,21 @@ def shard_model(model: torch.nn.Module, *, bf16: bool) -> torch.nn.Module:
     return model
 
 
-def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter and buffer gathered whole, on every rank (a collective: every rank calls it)."""
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
-    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
-
-
-def load_full_state(dst: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Copy a gathered state dict into the unsharded rollout copy, in place (no reallocation)."""
+def gather_into(dst: torch.nn.Module, src: torch.nn.Module) -> None:
+    """Copy the sharded `src`'s trained parameters, gathered whole, into the unsharded `dst` of the
+    same structure (its rollout copy), in place. A collective: every rank calls it. One parameter is
+    gathered at a time, so the transient memory is one whole parameter, not a whole state dict
+    (`get_model_state_dict(full_state_dict=True)` would hold every gathered tensor at once). Frozen
+    parameters (LoRA's base) never change and are not gathered."""
+    own = dst.state_dict(keep_vars=True)
     with torch.no_grad():
-        own = dst.state_dict()
-        missing = own.keys() - state.keys()
-        if missing:
-            raise KeyError(f"rollout copy: {len(missing)} tensors missing from the gathered state, e.g. {min(missing)}")
-        for k, v in own.items():
-            v.copy_(state[k])
+        for name, p in src.named_parameters():
+            if not p.requires_grad:
+                continue
+            if name not in own:
+                raise KeyError(f"rollout copy: no tensor {name!r}")
+            full = p.full_tensor() if hasattr(p, "full_tensor") else p
+            own[name].copy_(full)
 
 
 def pad_count(n: int, world: int) -> int:

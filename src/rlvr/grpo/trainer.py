@@ -160,7 +160,7 @@ class GRPOTrainer:
         """Make the next rollout use the current weights: under fsdp gather them into the rollout copy
         (a collective); push them into vLLM when it samples."""
         if self._rollout_copy is not None:
-            fsdp.load_full_state(self._rollout_copy, fsdp.full_state_dict(self.model))
+            fsdp.gather_into(self._rollout_copy, self.model)
         self.sampler.sync(self.rollout_model, self.step)
 
     # ------------------------------------------------------------------ setup
