@@ -1,10 +1,15 @@
 """The Python half of bench/gpu_check.sh (see there). `MODEL` names an HF folder; without weights in
-it, its architecture is initialised at random (seeded), which is what this check needs."""
+it, its architecture is initialised at random (seeded), which is what this check needs.
+
+`python bench/gpu_check.py --dry-run` runs the fsdp section on CPU (2 gloo ranks, a tiny model, 2 steps),
+to check the script before device time is spent on it."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -90,6 +95,55 @@ def grpo_steps(path: Path, work: Path, steps: int = 20) -> None:
     )
 
 
+def fsdp_vs_ddp(path: Path, work: Path, steps: int = 8, device: str = "cuda", **overrides) -> None:
+    """The same short GRPO run launched by torchrun under `distributed.strategy: ddp` and `fsdp`, one after
+    the other in this call: two ranks when two GPUs are visible, else one (one rank under fsdp is the
+    unsharded path with sharded checkpoints: the collectives and the rollout-copy gather only run with
+    two). Prints each one's median s/step and the fsdp/ddp ratio."""
+    n = min(2, torch.cuda.device_count()) if device == "cuda" else 2
+    base = {
+        "model": str(path), "task": "gsm8k", "n_train": 512, "steps": steps, "prompts_per_step": 8, "group_size": 8,
+        "sampling": {"max_new_tokens": 256, "prompt_format": "chat"}, "objective_overrides": {"beta": 0.04},
+        "device": device, "bf16": device == "cuda", "threads": None, "eval_every": 0, "save_every": 0,
+        "micro_batch_size": 64, **overrides,
+    }  # fmt: skip
+    med: dict[str, float] = {}
+    for strategy in ("ddp", "fsdp"):
+        out = work / f"run-{strategy}"
+        cfg = work / f"{strategy}.yaml"
+        cfg.write_text(json.dumps({**base, "out": str(out), "distributed": {"strategy": strategy}}))  # JSON is YAML
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
+               "-m", "rlvr", "train", "--config", str(cfg)]  # fmt: skip
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        if r.returncode:
+            print(f"{strategy}: torchrun exit {r.returncode}\n{r.stderr[-2000:]}")
+            return
+        rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+        late = rows[2:] or rows
+        m = {k: sorted(r[k] for r in late)[len(late) // 2] for k in ("time/step_s", "time/generate_s", "time/update_s")}
+        med[strategy] = m["time/step_s"]
+        print(
+            f"{strategy}, {n} rank(s) on {device}, {steps} steps: {time.perf_counter() - t0:.0f} s with start-up; "
+            f"median s/step {m['time/step_s']:.2f} (generate {m['time/generate_s']:.2f}, "
+            f"update {m['time/update_s']:.2f})"
+        )
+    print(f"fsdp / ddp median s/step: {med['fsdp'] / med['ddp']:.2f} ({n} rank(s))")
+
+
+def dry_run() -> None:
+    """The fsdp section on CPU: 2 gloo ranks, the tiny arith model, 2 steps."""
+    from rlvr.models.tiny import TinyConfig, build_for_task
+    from rlvr.tasks import format_prompt, format_target
+
+    with tempfile.TemporaryDirectory() as tmp:
+        texts = [format_prompt(p.question) + format_target(p) for p in load_task("arith", "train", n=300)]
+        model = build_for_task(Path(tmp) / "model", texts, TinyConfig(hidden_size=32, num_layers=2, num_heads=2,
+                               intermediate_size=64, max_position_embeddings=160))  # fmt: skip
+        fsdp_vs_ddp(model, Path(tmp), steps=2, device="cpu", task="arith", n_train=32, threads=1, prompts_per_step=4,
+                    group_size=4, sampling={"max_new_tokens": 10}, micro_batch_size=8)  # fmt: skip
+
+
 def math500_eval(path: Path, work: Path, n: int = 100) -> None:
     """MATH-500 through the chat template on cuda: `n` problems x 4 samples, 1,024 tokens, scored by the
     math task's verifier (its status counts say how many verdicts needed the slow path's deadline)."""
@@ -137,11 +191,15 @@ def code_eval(path: Path, work: Path, n: int = 164) -> None:
 
 
 def main() -> None:
+    if "--dry-run" in sys.argv:
+        dry_run()
+        return
     assert torch.cuda.is_available(), "no CUDA device"
     with tempfile.TemporaryDirectory() as tmp:
         path = model_folder(Path(os.environ.get("MODEL", ".gpu/smollm2")), Path(tmp))
         decoder_check(path)
         grpo_steps(path, Path(tmp))
+        fsdp_vs_ddp(path, Path(tmp))  # ~2 min: two torchrun launches of 8 steps
         math500_eval(path, Path(tmp))
         code_eval(path, Path(tmp))
 

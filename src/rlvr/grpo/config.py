@@ -29,7 +29,14 @@ from rlvr.envs import EnvSpec
 from rlvr.grpo.presets import ObjectiveConfig, PresetName, resolve
 from rlvr.rewards import RewardSpec
 
-__all__ = ["TrainConfig", "TrainOverrides", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
+__all__ = [
+    "TrainConfig",
+    "TrainOverrides",
+    "ObjectiveOverrides",
+    "LoraSettings",
+    "DistributedSettings",
+    "TRAIN_PRESETS",
+]
 
 
 if TYPE_CHECKING:
@@ -46,6 +53,14 @@ class LoraSettings(StrictModel):
     alpha: int = 16
     dropout: float = 0.0
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+class DistributedSettings(StrictModel):
+    """How several ranks (torchrun) share the model: `ddp` replicates it on every rank and sums the
+    gradients; `fsdp` shards parameters, gradients and optimizer state (FSDP2) and writes sharded
+    checkpoints (docs/scaling.md)."""
+
+    strategy: Literal["ddp", "fsdp"] = "ddp"
 
 
 class TrainConfig(StrictModel):
@@ -86,6 +101,7 @@ class TrainConfig(StrictModel):
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
     rollout: RolloutConfig = RolloutConfig()
+    distributed: DistributedSettings = DistributedSettings()
     env: EnvSpec | None = None  # a multi-turn environment with tools (docs/environments.md)
     out: str = "runs/grpo"
     _objective: ObjectiveConfig = PrivateAttr()

@@ -29,6 +29,7 @@ from rlvr.config import check_device
 from rlvr.envs import EnvRunner
 from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import Scored, sample_and_score, score_conversations
+from rlvr.grpo import fsdp
 from rlvr.grpo import objective as obj
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.correction import correction_stats, resolve_correction
@@ -78,6 +79,8 @@ class GRPOTrainer:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
         self.dist, self.device = init_distributed(cfg.device)  # one process unless torchrun started several
+        self.sharded = cfg.distributed.strategy == "fsdp"  # checkpoints in DCP's sharded format (rlvr.grpo.fsdp)
+        self.fsdp = self.sharded and self.dist.world > 1  # parameters, gradients and AdamW state split over ranks
         if self.dist.main:  # rank 0 owns the folder (a refusal there ends every rank: torchrun stops the group)
             check_out(cfg.out, resume=resume, overwrite=overwrite, resumable=True, reads=[cfg.model])
         if resume:
@@ -91,8 +94,13 @@ class GRPOTrainer:
             refuse_unused_system_prompt(self.fmt.fmt, s.prompt_format, s.system_prompt)
         self.env = EnvRunner.build(cfg.env, self.tok, self.fmt, s.system_prompt) if cfg.env is not None else None
         self.model = self._build_policy(load_model(self.model_path, dtype=cfg.dtype, device=self.device))
+        self._rollout_copy = copy.deepcopy(self.model) if self.fsdp else None  # whole weights to sample from
         self._build_rollout()
         self.ref = self._build_reference() if self.ocfg.beta > 0 else None
+        if self.fsdp:  # after the copies: the rollout copy stays whole, the reference is sharded too
+            fsdp.shard_model(self.model, bf16=cfg.bf16)
+            if self.ref is not None:
+                fsdp.shard_model(self.ref, bf16=cfg.bf16)
         self._resolve_objective()
         self.task, settings = get_task(cfg.task), {"preset": cfg.preset, **cfg.task_settings}
         self.loads = {"train": self.task.load_args("train", n=cfg.n_train, seed=cfg.seed, **settings)}
@@ -140,7 +148,20 @@ class GRPOTrainer:
         if resume:
             self._load_latest()
             self.run.write_manifest(interrupted=None)
-        self.sampler.sync(self.model, self.step)
+        self._sync_rollout()
+
+    @property
+    def rollout_model(self):
+        """The model that samples, evaluates and is saved: the policy itself, or under fsdp its whole
+        copy, refreshed from the shards after every update (`_sync_rollout`)."""
+        return self.model if self._rollout_copy is None else self._rollout_copy
+
+    def _sync_rollout(self) -> None:
+        """Make the next rollout use the current weights: under fsdp gather them into the rollout copy
+        (a collective); push them into vLLM when it samples."""
+        if self._rollout_copy is not None:
+            fsdp.gather_into(self._rollout_copy, self.model)
+        self.sampler.sync(self.rollout_model, self.step)
 
     # ------------------------------------------------------------------ setup
     def _model_bytes(self) -> int:
@@ -192,7 +213,7 @@ class GRPOTrainer:
         correction of its log-prob mismatch (`rlvr.grpo.correction`), resolved once."""
         cfg, corr = self.cfg, self.ocfg.rollout_correction
         self.sampler = make_sampler(
-            cfg.rollout, self.model, self.model_path, device=self.device, dtype=cfg.dtype, seed=cfg.seed
+            cfg.rollout, self.rollout_model, self.model_path, device=self.device, dtype=cfg.dtype, seed=cfg.seed
         )
         cap = self.ocfg.rollout_correction_cap
         self.correct = None if corr == "none" else functools.partial(resolve_correction(corr), cap=cap)
@@ -325,7 +346,11 @@ class GRPOTrainer:
         active = [i for i in active if i // g in mine]
         rows = active if self.ocfg.beta > 0 else [i for i in active if float(ro.advantages[i]) != 0.0]
         mbs = self._micro_batches(ro, rows) if rows else []
+        n_pad, dummy = self._padding(ro, mbs)
         ref = [self._ref_logp(b) for _, b in mbs] if self.ocfg.beta > 0 else None
+        if ref is not None:
+            for _ in range(n_pad):
+                self._ref_logp(dummy)
         old: list[torch.Tensor | None] = [None] * len(mbs)
         ents: list[torch.Tensor] = []  # (mb, Lc) entropies when token selection is on
         if self.cfg.num_iterations > 1 or self.token_quantile is not None:
@@ -336,6 +361,8 @@ class GRPOTrainer:
                         old[j] = obj.token_logprobs(logits, b.targets)
                     if self.token_quantile is not None:
                         ents.append(obj.entropy_from_logits(logits))
+                for _ in range(n_pad):
+                    self._logits(self.model, dummy)
         acc: dict[str, float] = {"update_rows_frac": len(rows) / max(1, len(ro.tokens))}
         select: list[torch.Tensor | None] = [None] * len(mbs)
         if self.token_quantile is not None:
@@ -357,11 +384,12 @@ class GRPOTrainer:
                 acc["loss"] = acc.get("loss", 0.0) + loss.item() / self.cfg.num_iterations
                 if it == 0 and "logprob_diff_mean" in st:
                     self._add_rollout_stats(st, share)
-            if not mbs:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
+            for _ in range(n_pad):
+                fsdp.dummy_backward(self._logits(self.model, dummy))
+            if not mbs and not n_pad:  # nothing ran (every advantage 0): AdamW still steps on a zero gradient
                 for p in params:
                     p.grad = torch.zeros_like(p)
-            self.dist.sum_grads(params)  # each rank's loss is its share of the global loss
-            acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
+            acc["grad_norm"] = self._sync_and_clip(params)
             self.opt.step()
         self.sched.step()
         acc.update(obj.merge_stats(parts, self.stat_reduce))
@@ -401,6 +429,7 @@ class GRPOTrainer:
         if rows:
             mine = self.dist.block(len(ro.tokens) // g)
             mbs = self._micro_batches(ro, [i for i in rows if i // g in mine])
+            n_pad, dummy = self._padding(ro, mbs)
             params = [p for p in self.model.parameters() if p.requires_grad]
             loss_sum = 0.0
             for _ in range(self.cfg.num_iterations):
@@ -411,11 +440,12 @@ class GRPOTrainer:
                     loss = nll_sum(obj.token_logprobs(logits.float(), b.targets), b.mask) / max(1, n_tok)
                     loss.backward()
                     loss_sum += loss.item() / self.cfg.num_iterations
-                if not mbs:  # another rank holds every target: this one adds a zero gradient
+                for _ in range(n_pad):
+                    fsdp.dummy_backward(self._logits(self.model, dummy))
+                if not mbs and not n_pad:  # another rank holds every target: this one adds a zero gradient
                     for p in params:
                         p.grad = torch.zeros_like(p)
-                self.dist.sum_grads(params)
-                acc["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
+                acc["grad_norm"] = self._sync_and_clip(params)
                 self.opt.step()
             acc["loss"] = sum(self.dist.gather(loss_sum)) if self.dist.world > 1 else loss_sum
         else:
@@ -433,6 +463,23 @@ class GRPOTrainer:
         acc["lr"] = self.sched.get_last_lr()[0]
         acc["entropy"] = _rollout_entropy(ro)
         return acc
+
+    def _padding(self, ro: Rollout, mbs: list) -> tuple[int, Any]:
+        """Under fsdp: how many extra (dummy) micro-batches this rank runs so that every rank runs as
+        many forwards and backwards as the busiest one, and the batch it runs them on; (0, None)
+        otherwise."""
+        if not self.fsdp:
+            return 0, None
+        n_pad = fsdp.pad_count(len(mbs), self.dist.world) - len(mbs)
+        return n_pad, (self._micro_batches(ro, [0])[0][1] if n_pad else None)
+
+    def _sync_and_clip(self, params: list[torch.nn.Parameter]) -> float:
+        """Sum the gradients over ranks (ddp: one all-reduce; fsdp: already reduce-scattered in the
+        backward) and clip them to `grad_clip` by their global norm; returns the norm before clipping."""
+        if self.fsdp:
+            return fsdp.grad_norm(params, self.cfg.grad_clip)
+        self.dist.sum_grads(params)  # each rank's loss is its share of the global loss
+        return float(torch.nn.utils.clip_grad_norm_(params, self.cfg.grad_clip))
 
     def _loss(self, b, adv, old, ref, roll, norm, select=None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One micro-batch's loss: the configured policy loss (weighted by the rollout correction when
@@ -502,9 +549,11 @@ class GRPOTrainer:
         seed, s = self.cfg.seed + 7919 * self.step, self.cfg.sampling
         score: Callable[..., Scored]
         if self.env is not None:  # conversations with the environment, as training holds them
-            score = functools.partial(score_conversations, self.model, self.tok, self.dev, self.env, sampling=s)
+            score = functools.partial(score_conversations, self.rollout_model, self.tok, self.dev, self.env, sampling=s)
         else:
-            score = functools.partial(sample_and_score, self.model, self.tok, self.dev, sampling=s, formatter=self.fmt)
+            score = functools.partial(
+                sample_and_score, self.rollout_model, self.tok, self.dev, sampling=s, formatter=self.fmt
+            )
         greedy = score(n=1, greedy=True, seed=seed, bf16=self.cfg.bf16, verify=self.task.verify)
         sampled = score(n=self.cfg.eval_samples, seed=seed, bf16=self.cfg.bf16, verify=self.task.verify)
         c = sampled.correct.sum(1)
@@ -520,7 +569,7 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, float]:
         t0 = time.perf_counter()
         ro = collect(
-            self.model,
+            self.rollout_model,
             self.tok,
             self.fmt,
             self._next_problems,
@@ -536,7 +585,7 @@ class GRPOTrainer:
         t1 = time.perf_counter()
         loss_stats = self._update(ro)
         self.step += 1
-        self.sampler.sync(self.model, self.step)  # vLLM samples the next step from the new weights
+        self._sync_rollout()  # the next step samples from the new weights (fsdp: gathered; vLLM: pushed)
         t2 = time.perf_counter()
         g = self.cfg.group_size
         if self.dist.main:
@@ -609,30 +658,40 @@ class GRPOTrainer:
         raise Interrupted(signum, where, f"rlvr train --resume {self.run.path}")
 
     def _save_final(self) -> None:
-        model = self.model.merge_and_unload() if self.cfg.lora is not None else self.model
+        model = self.rollout_model  # under fsdp the whole weights gathered after the last update
+        model = model.merge_and_unload() if self.cfg.lora is not None else model
         model.save_pretrained(self.run.path / "model")
         self.tok.save_pretrained(self.run.path / "model")
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
         """Write `checkpoints/step-N/` atomically (a temporary folder renamed into place; rank 0 only,
-        the other ranks wait for it)."""
+        the other ranks wait for it). Under fsdp every rank first writes its shards of the model and
+        optimizer into the temporary folder (`fsdp.save_sharded`), then rank 0 adds the rest."""
         ck = self.run.path / "checkpoints" / f"step-{self.step:06d}"
+        tmp = ck.with_name(ck.name + ".tmp")
+        if self.sharded:
+            if self.dist.main:
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir(parents=True)
+            self.dist.barrier()
+            fsdp.save_sharded(self.model, self.opt, tmp / fsdp.DCP_DIR)
+            self.dist.barrier()
         if self.dist.main:
-            self._write_checkpoint(ck)
+            self._write_checkpoint(ck, tmp)
         self.dist.barrier()
         return ck
 
-    def _write_checkpoint(self, ck: Path) -> None:
-        tmp = ck.with_name(ck.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp)
+    def _write_checkpoint(self, ck: Path, tmp: Path) -> None:
+        if not self.sharded:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            self.model.save_pretrained(tmp)
         self.tok.save_pretrained(tmp)
         state = {
             "step": self.step,
             "cursor": self.cursor,
-            "optimizer": self.opt.state_dict(),
+            "optimizer": None if self.sharded else self.opt.state_dict(),  # sharded: in dcp/
             "scheduler": self.sched.state_dict(),
             "sampling_rng": self.gen.get_state(),
             "torch_rng": torch.get_rng_state(),
@@ -649,7 +708,11 @@ class GRPOTrainer:
         for ck in finished_checkpoints(self.run.path):
             try:
                 state = torch.load(ck / "trainer_state.pt", weights_only=False)
-                self._load_weights(ck)
+                if self.sharded:  # in place, on any number of ranks (DCP reshards)
+                    self.opt, self.sched = self._build_optimizer()
+                    fsdp.load_sharded(self.model, self.opt, ck / fsdp.DCP_DIR)
+                else:
+                    self._load_weights(ck)
                 break
             except Exception as e:  # a torn or truncated file (disk full, killed mid-write)
                 warnings.warn(
@@ -657,8 +720,9 @@ class GRPOTrainer:
                 )
         else:
             raise FileNotFoundError(f"{self.run.path}: no checkpoint to resume from (checkpoints/step-*/)")
-        self.opt, self.sched = self._build_optimizer()
-        self.opt.load_state_dict(state["optimizer"])
+        if not self.sharded:
+            self.opt, self.sched = self._build_optimizer()
+            self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
         self.gen.set_state(state["sampling_rng"])
         torch.set_rng_state(state["torch_rng"])
