@@ -43,3 +43,23 @@ def test_a_moved_run_folder_resumes(tiny_model_dir: Path, tmp_path: Path, monkey
     rows = [json.loads(x) for x in (moved / "runs" / "grpo" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert json.loads((moved / "runs" / "grpo" / "manifest.json").read_text())["finished"] is True
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_and_an_edit_is_still_refused(tmp_path: Path) -> None:
+    """Every field is recorded with its value, defaults included, so a key the recorded config lacks
+    is a setting added to rlvr later: it does not block `--resume`; a changed recorded key does."""
+    import json
+
+    import pytest
+    from pydantic import BaseModel
+
+    from rlvr.runs import RunFolderError, check_resume
+
+    class Now(BaseModel):
+        lr: float = 1e-4
+        distributed: dict[str, str] = {"strategy": "ddp"}  # new since the run started
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"lr": 1e-4, "out": str(tmp_path)}}))
+    check_resume(tmp_path, Now())
+    with pytest.raises(RunFolderError, match=r"edited since the run started \(lr\)"):
+        check_resume(tmp_path, Now(lr=3e-4))

@@ -280,7 +280,9 @@ def check_resume(path: str | Path, config: BaseModel) -> None:
     now, then = _flat(config.model_dump(mode="json")), _flat(recorded)
     if isinstance(then.get("model"), str) and relocated_model(path, then["model"]) == now.get("model"):
         now["model"] = then["model"]  # the same model, found from the moved run folder
-    changed = sorted(k for k in now.keys() | then.keys() if k != "out" and now.get(k) != then.get(k))
+    # a key the recorded config lacks is a setting added to rlvr after the run started (every field is
+    # recorded, defaults included): the run resumes with its value, so older runs stay resumable
+    changed = sorted(k for k in then.keys() | now.keys() if k != "out" and k in then and now.get(k) != then.get(k))
     if changed:
         raise RunFolderError(
             f"{Path(path) / 'config.yaml'}: edited since the run started ({', '.join(changed)}); "
