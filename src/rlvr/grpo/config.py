@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rlvr.config import (
     Device,
@@ -29,7 +29,7 @@ from rlvr.envs import EnvSpec
 from rlvr.grpo.presets import ObjectiveConfig, PresetName, resolve
 from rlvr.rewards import RewardSpec
 
-__all__ = ["TrainConfig", "TrainOverrides", "ObjectiveOverrides", "LoraSettings", "TRAIN_PRESETS"]
+__all__ = ["TrainConfig", "TrainOverrides", "ObjectiveOverrides", "LoraSettings", "TrainRolloutConfig", "TRAIN_PRESETS"]
 
 
 if TYPE_CHECKING:
@@ -46,6 +46,18 @@ class LoraSettings(StrictModel):
     alpha: int = 16
     dropout: float = 0.0
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+class TrainRolloutConfig(RolloutConfig):
+    """`rollout:` of `rlvr train`: the engine (`RolloutConfig`) and asynchronous rollouts, `async` (the batch
+    for step t+1 drawn while step t's update runs, by a worker with its own copy of the weights) with
+    `max_staleness` (batch t drawn from the weights of update max(0, t - k); 0: the synchronous trainer
+    exactly). `rlvr.grpo.async_rollout`, docs/scaling.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True)
+
+    async_: bool = Field(False, alias="async")
+    max_staleness: int = Field(1, ge=0)
 
 
 class TrainConfig(StrictModel):
@@ -85,7 +97,7 @@ class TrainConfig(StrictModel):
     device: Device = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
-    rollout: RolloutConfig = RolloutConfig()
+    rollout: TrainRolloutConfig = TrainRolloutConfig()
     env: EnvSpec | None = None  # a multi-turn environment with tools (docs/environments.md)
     out: str = "runs/grpo"
     _objective: ObjectiveConfig = PrivateAttr()
@@ -111,6 +123,12 @@ class TrainConfig(StrictModel):
                 f"objective_overrides.overlong_buffer={buf} must be in (0, "
                 f"sampling.max_new_tokens={self.sampling.max_new_tokens}]"
             )
+        if self.rollout.async_ and self.rollout.engine == "vllm":
+            raise ValueError(
+                "rollout.async: the vllm engine is not supported with async rollouts; use fast, hf or auto"
+            )
+        if self.rollout.async_ and self.env is not None:
+            raise ValueError("rollout.async: multi-turn environments (env) are not supported with async rollouts")
         return self
 
     @property
