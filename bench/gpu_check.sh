@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One short check for a lent GPU (15 device-minutes a session): the fast decoder against the model's own
 # forward on cuda in bf16, and 20 GRPO steps on cuda (bf16 autocast, fp32 weights) of SmolLM2-135M's
-# architecture with its real tokenizer and chat template, printing s/step and tokens/s. Never a test.
+# architecture with its real tokenizer and chat template, printing s/step and tokens/s, then 12 steps each of
+# the synchronous trainer and of asynchronous rollouts (max_staleness 1) side by side. Never a test.
 # Prepare here first: `bash bench/gpu_prep.sh`; then on the device: carry [.whl, .gpu], run this.
 set -uo pipefail
 cd "$(dirname "$0")/.."

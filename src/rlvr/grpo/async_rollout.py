@@ -43,16 +43,18 @@ Draw = Callable[[Any], Rollout]  # model -> one batch, drawn from that model's w
 Behaviour = Callable[[Any, Rollout], list[list[float]]]  # model, batch -> each completion's per-token log-probs
 
 
-def behaviour_logprobs(model, ro: Rollout, micro_batches, logits) -> list[list[float]]:
+def behaviour_logprobs(model, ro: Rollout, micro_batches, logits, all_rows: bool = True) -> list[list[float]]:
     """Each completion's per-token log-probs under `model` (the behaviour policy), teacher-forced in the
     trainer's own micro-batches (`micro_batches(ro, rows) -> [(idx (mb,), batch)]`) and logits
     (`logits(model, batch) -> (mb, Lc, V)`, temperature applied), so that the trainer's and the behaviour
-    log-probs differ only by the weights. -> (P*G,) lists of len(tokens[i])"""
+    log-probs differ only by the weights. `all_rows=False`: only the rows with a non-zero advantage (the
+    only ones an update without a KL term runs); the others get []. -> (P*G,) lists of len(tokens[i])"""
     from rlvr.grpo.objective import token_logprobs
 
     out: list[list[float]] = [[] for _ in ro.tokens]
+    rows = [i for i in range(len(ro.tokens)) if all_rows or float(ro.advantages[i]) != 0.0]
     with torch.no_grad():
-        for idx, b in micro_batches(ro, list(range(len(ro.tokens)))):
+        for idx, b in micro_batches(ro, rows) if rows else []:
             lp = token_logprobs(logits(model, b), b.targets).cpu()  # (mb, Lc)
             for r, i in enumerate(idx.tolist()):
                 out[i] = lp[r, : len(ro.tokens[i])].tolist()
@@ -123,14 +125,18 @@ class AsyncRollouts:
         state: dict[str, Any] | None = None,
     ) -> None:
         self.draw, self.behaviour, self.k, self.last = draw, behaviour, staleness, last
-        self.model = copy.deepcopy(policy)  # the worker's own weights
+        self.model = copy.deepcopy(policy).eval()  # the worker's own weights (eval: no dropout, no RNG drawn)
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.names = [n for n, p in policy.named_parameters() if p.requires_grad]  # what an update changes
         self.worker_version = version
         self._snapshots: dict[int, dict[str, torch.Tensor]] = {}
         self._lock = threading.Lock()
-        self.pool = ThreadPoolExecutor(1, "rlvr-rollout", initializer=_set_threads, initargs=(threads,))
+        device = next(policy.parameters()).device
+        self.cuda = device.type == "cuda"
+        if self.cuda:  # the copy is done before the worker's stream reads it
+            torch.cuda.synchronize(device)
+        self.pool = ThreadPoolExecutor(1, "rlvr-rollout", initializer=_init_worker, initargs=(threads, device))
         self.busy = Intervals()
         self.futures: dict[int, Future[_Batch]] = {}
         self.next = version  # the next batch to submit
@@ -159,6 +165,8 @@ class AsyncRollouts:
         if version + self.k < self.last:  # batch version + k draws from it; none after the last step
             params = dict(policy.named_parameters())
             snap = {n: params[n].detach().clone() for n in self.names}
+            if self.cuda:  # the worker reads the copy on its own stream
+                torch.cuda.current_stream().synchronize()
             with self._lock:
                 self._snapshots[version] = snap
             self._submit(version)
@@ -214,6 +222,8 @@ class AsyncRollouts:
         self.worker_version = version
 
 
-def _set_threads(n: int | None) -> None:
+def _init_worker(n: int | None, device: torch.device) -> None:
     if n:  # the trainer's intra-op threads: the same kernels split the same way (bitwise equal results)
         torch.set_num_threads(n)
+    if device.type == "cuda":  # a stream of its own (the current stream is per thread), or its kernels
+        torch.cuda.set_stream(torch.cuda.Stream(device))  # would queue behind the update's on the default one

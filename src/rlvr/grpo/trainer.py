@@ -209,7 +209,9 @@ class GRPOTrainer:
             raise ValueError("rollout.async: one process only (not under torchrun with several ranks)")
         if self.sampler.engine == "vllm":
             raise ValueError("rollout.async: the vllm engine is not supported (rollout.engine auto chose it); use fast")
-        behaviour = functools.partial(behaviour_logprobs, micro_batches=self._micro_batches, logits=self._logits)
+        behaviour = functools.partial(  # the rows the update runs: all with a KL term, else those with signal
+            behaviour_logprobs, micro_batches=self._micro_batches, logits=self._logits, all_rows=self.ocfg.beta > 0
+        )
         return AsyncRollouts(
             self.model,
             self._collect,
