@@ -144,6 +144,41 @@ def dry_run() -> None:
                     group_size=4, sampling={"max_new_tokens": 10}, micro_batch_size=8)  # fmt: skip
 
 
+def async_steps(path: Path, work: Path, steps: int = 12, device: str = "cuda") -> None:
+    """Asynchronous rollouts (`rollout.async`, max_staleness 1) against the synchronous trainer in the same
+    call: the grpo_steps settings at `steps` steps each (about a minute each on an H100 for SmolLM2-135M),
+    the worker on its own CUDA stream. Prints the median s/step of each, tokens/s, the seconds of
+    drawing that overlapped an update, and the speed-up."""
+    med = lambda rows, k: sorted(r[k] for r in rows)[len(rows) // 2]  # noqa: E731
+    out = {}
+    for name, rollout in (("sync", {}), ("async k=1", {"async": True, "max_staleness": 1})):
+        run = work / f"async-{len(out)}"
+        cfg = load_config(TrainConfig, None, {
+            "model": str(path), "task": "gsm8k", "n_train": 512, "steps": steps, "prompts_per_step": 8,
+            "group_size": 8, "sampling": {"max_new_tokens": 256, "prompt_format": "chat"},
+            "objective_overrides": {"beta": 0.04}, "device": device, "bf16": device == "cuda", "threads": None,
+            "eval_every": 0, "save_every": 0, "micro_batch_size": 64, "rollout": rollout, "out": str(run),
+        })  # fmt: skip
+        t0 = time.perf_counter()
+        GRPOTrainer(cfg).train()
+        wall = time.perf_counter() - t0
+        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+        late = rows[2:] or rows
+        tokens = sum(r["train/completion_len/mean"] * 64 for r in rows)
+        out[name] = med(late, "time/step_s")
+        extra = ""
+        if rollout:
+            extra = (f", overlap {med(late, 'async/overlap_s'):.2f} s/step, trainer wait "
+                     f"{med(late, 'async/trainer_wait_s'):.2f} s, worker idle {med(late, 'async/worker_idle_s'):.2f} s,"
+                     f" staleness max {max(r['async/staleness/max'] for r in rows):.0f}")  # fmt: skip
+        print(
+            f"GRPO {steps} steps on {device}, {name}: {wall:.0f} s; median s/step {out[name]:.2f} (generate "
+            f"{med(late, 'time/generate_s'):.2f}, update {med(late, 'time/update_s'):.2f}), {tokens / wall:.0f} tok/s"
+            f" over the run, accuracy {rows[-1]['train/accuracy']:.2f}{extra}"
+        )
+    print(f"async k=1 against sync: {out['sync'] / out['async k=1']:.2f}x steps per second (median s/step)")
+
+
 def math500_eval(path: Path, work: Path, n: int = 100) -> None:
     """MATH-500 through the chat template on cuda: `n` problems x 4 samples, 1,024 tokens, scored by the
     math task's verifier (its status counts say how many verdicts needed the slow path's deadline)."""
@@ -200,6 +235,7 @@ def main() -> None:
         decoder_check(path)
         grpo_steps(path, Path(tmp))
         fsdp_vs_ddp(path, Path(tmp))  # ~2 min: two torchrun launches of 8 steps
+        async_steps(path, Path(tmp))
         math500_eval(path, Path(tmp))
         code_eval(path, Path(tmp))
 

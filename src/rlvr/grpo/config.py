@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rlvr.config import (
     Device,
@@ -35,6 +35,7 @@ __all__ = [
     "ObjectiveOverrides",
     "LoraSettings",
     "DistributedSettings",
+    "TrainRolloutConfig",
     "TRAIN_PRESETS",
 ]
 
@@ -61,6 +62,18 @@ class DistributedSettings(StrictModel):
     checkpoints (docs/scaling.md)."""
 
     strategy: Literal["ddp", "fsdp"] = "ddp"
+
+
+class TrainRolloutConfig(RolloutConfig):
+    """`rollout:` of `rlvr train`: the engine (`RolloutConfig`) and asynchronous rollouts, `async` (the batch
+    for step t+1 drawn while step t's update runs, by a worker with its own copy of the weights) with
+    `max_staleness` (batch t drawn from the weights of update max(0, t - k); 0: the synchronous trainer
+    exactly). `rlvr.grpo.async_rollout`, docs/scaling.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True)
+
+    async_: bool = Field(False, alias="async")
+    max_staleness: int = Field(1, ge=0)
 
 
 class TrainConfig(StrictModel):
@@ -100,7 +113,7 @@ class TrainConfig(StrictModel):
     device: Device = "cpu"
     dtype: Literal["float32", "bfloat16"] = "float32"
     bf16: bool = False  # bfloat16 autocast for sampling and update; weights, Adam and log-probs stay float32
-    rollout: RolloutConfig = RolloutConfig()
+    rollout: TrainRolloutConfig = TrainRolloutConfig()
     distributed: DistributedSettings = DistributedSettings()
     env: EnvSpec | None = None  # a multi-turn environment with tools (docs/environments.md)
     out: str = "runs/grpo"
@@ -127,6 +140,12 @@ class TrainConfig(StrictModel):
                 f"objective_overrides.overlong_buffer={buf} must be in (0, "
                 f"sampling.max_new_tokens={self.sampling.max_new_tokens}]"
             )
+        if self.rollout.async_ and self.rollout.engine == "vllm":
+            raise ValueError(
+                "rollout.async: the vllm engine is not supported with async rollouts; use fast, hf or auto"
+            )
+        if self.rollout.async_ and self.env is not None:
+            raise ValueError("rollout.async: multi-turn environments (env) are not supported with async rollouts")
         return self
 
     @property

@@ -83,14 +83,26 @@ def resolve_correction(name: str) -> CorrectionFn:
     return CORRECTIONS[name]
 
 
-def correction_stats(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, weights: Tensor) -> dict[str, Tensor]:
+def correction_stats(
+    old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, weights: Tensor, uncapped: Tensor | None = None
+) -> dict[str, Tensor]:
     """Mismatch statistics over the mask tokens: `logprob_diff_mean|max` of `|old - roll|`, the raw
-    ratio's `is_ratio_mean|min|max`, and `is_weight_mean` of the applied weights."""
+    ratio's `is_ratio_mean|min|max`, `is_weight_mean` of the applied weights and `is_clip_frac`, the
+    share of tokens whose weight the cap changed (truncated or masked): where `weights` differ from
+    `uncapped`, the same correction with no cap (`cap=inf`; 0 when not given).
+
+    >>> old, roll = torch.tensor([[0.0, 0.0, 0.0]]), torch.tensor([[-1.0, 0.0, 0.5]])
+    >>> w, u = token_tis(old, roll, torch.ones(1, 3), 2.0), token_tis(old, roll, torch.ones(1, 3), float("inf"))
+    >>> round(float(correction_stats(old, roll, torch.ones(1, 3), w, u)["is_clip_frac"]), 4)
+    0.3333
+    """
     m = mask.bool()
     n = m.sum().clamp(min=1)
     diff = (old_logp - rollout_logp).detach()
     ratio = torch.exp(diff)
+    clipped = torch.zeros_like(m) if uncapped is None else weights != uncapped
     return {
+        "is_clip_frac": (clipped & m).sum() / n,
         "logprob_diff_mean": torch.where(m, diff.abs(), 0.0).sum() / n,
         "logprob_diff_max": torch.where(m, diff.abs(), 0.0).amax(),
         "is_ratio_mean": torch.where(m, ratio, 0.0).sum() / n,

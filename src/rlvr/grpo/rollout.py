@@ -54,6 +54,7 @@ class Rollout:
     loss_mask: list[list[int]] | None = None  # (P*G,) per token: 1 sampled by the model, 0 an environment's (envs)
     messages: list[list[dict[str, Any]]] | None = None  # (P*G,) each conversation's messages after the prompt (envs)
     statuses: list[str] | None = None  # (P*G,) the task verifier's status of each completion
+    policy_version: int | None = None  # the policy version (updates applied) whose weights drew every sample
 
 
 def _columns(problems: list[Problem], g: int, fmt: PromptFormatter, task: str) -> dict[str, list[Any]]:
@@ -399,6 +400,7 @@ def sample_rows(ro: Rollout, step: int, g: int) -> list[TrainSample]:
             total=None if math.isnan(float(ro.total[i])) else float(ro.total[i]),
             advantage=float(ro.advantages[i]),
             correct=ro.correct[i],
+            policy_version=ro.policy_version,
             **({"messages": ro.messages[i]} if ro.messages is not None else {}),
         )
         for i, text in enumerate(ro.texts)

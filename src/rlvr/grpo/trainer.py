@@ -31,6 +31,7 @@ from rlvr.evaluate.metrics import pass_at_k
 from rlvr.evaluate.runner import Scored, sample_and_score, score_conversations
 from rlvr.grpo import fsdp
 from rlvr.grpo import objective as obj
+from rlvr.grpo.async_rollout import AsyncRollouts, behaviour_logprobs
 from rlvr.grpo.config import TrainConfig
 from rlvr.grpo.correction import correction_stats, resolve_correction
 from rlvr.grpo.distributed import init_distributed, merge_update_stats
@@ -149,6 +150,7 @@ class GRPOTrainer:
             self._load_latest()
             self.run.write_manifest(interrupted=None)
         self._sync_rollout()
+        self.rollouts = self._build_async() if cfg.rollout.async_ else None
 
     @property
     def rollout_model(self):
@@ -217,7 +219,30 @@ class GRPOTrainer:
         )
         cap = self.ocfg.rollout_correction_cap
         self.correct = None if corr == "none" else functools.partial(resolve_correction(corr), cap=cap)
+        self.uncapped = None if corr == "none" else functools.partial(resolve_correction(corr), cap=math.inf)
+        self._async_state: dict[str, Any] | None = None  # a checkpoint's pending async batches (resume)
         self.rollout_stats: dict[str, float] = {}
+
+    def _build_async(self) -> AsyncRollouts:
+        """The rollout worker of `rollout.async` (`rlvr.grpo.async_rollout`): its own copy of the policy,
+        the same draw as the synchronous step, and the behaviour log-probs of stale batches."""
+        if self.dist.world > 1:
+            raise ValueError("rollout.async: one process only (not under torchrun with several ranks)")
+        if self.sampler.engine == "vllm":
+            raise ValueError("rollout.async: the vllm engine is not supported (rollout.engine auto chose it); use fast")
+        behaviour = functools.partial(  # the rows the update runs: all with a KL term, else those with signal
+            behaviour_logprobs, micro_batches=self._micro_batches, logits=self._logits, all_rows=self.ocfg.beta > 0
+        )
+        return AsyncRollouts(
+            self.model,
+            self._collect,
+            None if self.ocfg.method == "rft" else behaviour,
+            staleness=self.cfg.rollout.max_staleness,
+            version=self.step,
+            last=self.cfg.steps,
+            threads=self.cfg.threads,
+            state=self._async_state,
+        )
 
     def _build_reference(self):
         if self.cfg.lora is not None:
@@ -490,7 +515,8 @@ class GRPOTrainer:
         weights, extra = None, {}
         if roll is not None:  # the engine's log-probs of these tokens: correct the mismatch with ours
             weights = None if self.correct is None else self.correct(old, roll, b.mask)
-            extra = correction_stats(old, roll, b.mask, torch.ones_like(roll) if weights is None else weights)
+            uncapped = None if self.uncapped is None else self.uncapped(old, roll, b.mask)
+            extra = correction_stats(old, roll, b.mask, torch.ones_like(roll) if weights is None else weights, uncapped)
         if select is not None:  # (mb, Lc) bool: only these tokens get policy gradient
             weights = select.to(logp.dtype) if weights is None else weights * select
         loss, st = self.policy_loss(logp, old, adv, b.mask, is_weights=weights, **norm)
@@ -528,7 +554,7 @@ class GRPOTrainer:
     def _add_rollout_stats(self, st: dict[str, torch.Tensor], share: float) -> None:
         """Token-weighted rollout/trainer mismatch over the micro-batches (`rollout/...` keys)."""
         r = self.rollout_stats
-        for k in ("logprob_diff_mean", "is_ratio_mean", "is_weight_mean"):
+        for k in ("logprob_diff_mean", "is_ratio_mean", "is_weight_mean", "is_clip_frac"):
             key = "rollout/" + k.replace("_mean", "/mean")
             r[key] = r.get(key, 0.0) + share * float(st[k])
         for k, fn in (("logprob_diff_max", max), ("is_ratio_max", max), ("is_ratio_min", min)):
@@ -566,10 +592,10 @@ class GRPOTrainer:
         return out
 
     # ------------------------------------------------------------------ loop
-    def train_step(self) -> dict[str, float]:
-        t0 = time.perf_counter()
-        ro = collect(
-            self.rollout_model,
+    def _collect(self, model) -> Rollout:
+        """One step's batch drawn from `model`'s weights (the policy, or the async worker's copy)."""
+        return collect(
+            model,
             self.tok,
             self.fmt,
             self._next_problems,
@@ -582,11 +608,21 @@ class GRPOTrainer:
             self.sampler,
             self.env,
         )
+
+    def train_step(self) -> dict[str, float]:
+        t0 = time.perf_counter()
+        if self.rollouts is not None:  # drawn by the worker, at most max_staleness versions behind
+            ro, waited = self.rollouts.get(self.step)
+        else:
+            ro, waited = self._collect(self.rollout_model), 0.0
+            ro.policy_version = self.step
+        version = self.step
         t1 = time.perf_counter()
         loss_stats = self._update(ro)
         self.step += 1
         self._sync_rollout()  # the next step samples from the new weights (fsdp: gathered; vLLM: pushed)
         t2 = time.perf_counter()
+        publish_s = self.rollouts.publish(self.model, self.step) if self.rollouts is not None else 0.0
         g = self.cfg.group_size
         if self.dist.main:
             self.run.append_samples("train", sample_rows(ro, self.step, g))
@@ -609,9 +645,28 @@ class GRPOTrainer:
                 "time/elapsed_s": self.train_s,
             }
         )
+        if self.rollouts is not None:
+            row.update(self._async_metrics(ro, version, (t0, t1, t2), waited, publish_s))
         if self.cfg.eval_every and self.step % self.cfg.eval_every == 0 and self.dist.main:
             row.update(self.evaluate())  # the other ranks wait for rank 0 at the next collective
         return row
+
+    def _async_metrics(self, ro: Rollout, version: int, t: tuple[float, float, float], waited: float, publish_s):
+        """`async/` keys (docs/metrics.md): staleness of the batch, how much drawing ran during the update,
+        and the idle time of each side. `t`: the step's start, the update's start and its end."""
+        assert self.rollouts is not None and ro.policy_version is not None
+        stale, busy = version - ro.policy_version, self.rollouts.busy
+        window = time.perf_counter() - t[0]
+        worker_busy = busy.busy(t[0], t[0] + window)
+        return {
+            "async/staleness/mean": float(stale),  # every sample of a batch comes from one version
+            "async/staleness/max": float(stale),
+            "async/policy_version": float(ro.policy_version),
+            "async/overlap_s": busy.busy(t[1], t[2]),
+            "async/trainer_wait_s": waited,
+            "async/worker_idle_s": max(0.0, window - worker_busy),
+            "async/publish_s": publish_s,
+        }
 
     def train(self) -> Path:
         """Train to `cfg.steps`. On SIGTERM or SIGINT the current step finishes, a checkpoint is saved,
@@ -633,6 +688,8 @@ class GRPOTrainer:
             self._save_final()
         self.runner.close()
         self.sampler.close()
+        if self.rollouts is not None:
+            self.rollouts.close()
         self.run.write_manifest(
             finished=True, wall_s=time.time() - self.run.started, samples_drawn=self.samples_drawn, train_s=self.train_s
         )
@@ -647,6 +704,8 @@ class GRPOTrainer:
         self.save_checkpoint()
         self.runner.close()
         self.sampler.close()
+        if self.rollouts is not None:
+            self.rollouts.close()
         self.run.write_manifest(
             interrupted=Interruption(step=self.step, signal=signal.Signals(signum).name),
             samples_drawn=self.samples_drawn,
@@ -669,6 +728,8 @@ class GRPOTrainer:
         the other ranks wait for it). Under fsdp every rank first writes its shards of the model and
         optimizer into the temporary folder (`fsdp.save_sharded`), then rank 0 adds the rest."""
         ck = self.run.path / "checkpoints" / f"step-{self.step:06d}"
+        if self.rollouts is not None:  # the sampling RNG and data cursor between two batches
+            self.rollouts.drain()
         tmp = ck.with_name(ck.name + ".tmp")
         if self.sharded:
             if self.dist.main:
@@ -698,6 +759,8 @@ class GRPOTrainer:
             "samples_drawn": self.samples_drawn,
             "train_s": self.train_s,
         }
+        if self.rollouts is not None:  # batches drawn from weights before this checkpoint's (async)
+            state["async_rollouts"] = self.rollouts.state()
         torch.save(state, tmp / "trainer_state.pt")
         if ck.exists():  # a rerun of the same step after a resume
             shutil.rmtree(ck)
@@ -727,6 +790,7 @@ class GRPOTrainer:
         self.gen.set_state(state["sampling_rng"])
         torch.set_rng_state(state["torch_rng"])
         self.step, self.cursor = state["step"], state["cursor"]
+        self._async_state = state.get("async_rollouts")
         self.samples_drawn = state.get("samples_drawn", self.step * self.cfg.prompts_per_step * self.cfg.group_size)
         self.train_s = state.get("train_s", 0.0)  # a checkpoint written before these were kept
         if self.dist.main:

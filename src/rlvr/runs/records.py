@@ -177,6 +177,7 @@ class Sample(Record):
     group: int | None = None  # training
     total: float | None = None  # training
     advantage: float | None = None  # training
+    policy_version: int | None = None  # training: the policy version (updates applied) that drew it
     sample: int | None = None  # evaluation: the sample's index for its problem
     question: str | None = None  # evaluation
     gold: str | None = None  # evaluation
@@ -221,6 +222,7 @@ class TrainSample(Record):
     total: float | None
     advantage: float
     correct: bool
+    policy_version: int | None = Field(None, exclude_if=lambda v: v is None)  # the weights' updates that drew it
     # an environment's conversation after the prompt, tool turns included (left out of the file otherwise)
     messages: list[dict[str, Any]] | None = Field(None, exclude_if=lambda v: v is None)
 
