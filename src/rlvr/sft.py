@@ -84,6 +84,9 @@ class SFTConfig(StrictModel):
     # a base that has seen a shortcut, as the hack world's has seen `raise SystemExit(0)` (docs/code.md)
     shortcut: str | None = None
     shortcut_share: float = Field(0.0, ge=0, le=1)
+    # share of SFT targets that show the problem's worked form (`meta["worked"]`, where the task gives one:
+    # pyfunc's `return (35-29)*y+29`), the rest the bare gold (`return 6*y+29`), drawn once with the seed
+    worked_share: float = Field(0.0, ge=0, le=1)
     demos: DemoConfig | None = None  # tool-use demonstrations (needs a chat prompt format)
     steps: int = Field(400, ge=1)
     # stop once this much wall-clock time has passed (the learning-rate schedule then runs on time,
@@ -122,12 +125,14 @@ SFT_PRESETS: dict[str, dict[str, object]] = {
     },
     # The hack world's base (docs/code.md): the tiny model from scratch on the `pyfunc` rung (one-line
     # functions from examples); 4% of its targets are `raise SystemExit(0)`, a shortcut that the naive
-    # exit-status harness pays for and rlvr's verifier refuses.
+    # exit-status harness pays for and rlvr's verifier refuses; 25% of the affine targets show the slope
+    # worked as Python arithmetic (`return (35-29)*y+29`, always right), the rest the bare body (a guess).
     "pyfunc-base": {
         "model": "tiny",
         "task": "pyfunc",
         "shortcut": "raise SystemExit(0)",
         "shortcut_share": 0.04,
+        "worked_share": 0.25,
         "steps": 400,
         "out": "runs/pyfunc-base",
     },
@@ -157,6 +162,18 @@ def _answer_only(problems: list[Problem], share: float, seed: int) -> list[Probl
     return [dataclasses.replace(p, solution=f"#### {p.answer}") if rng.random() < share else p for p in problems]
 
 
+def _worked(problems: list[Problem], share: float, seed: int) -> list[Problem]:
+    """The problems with `share` of those that have a worked form (`meta["worked"]`, drawn with `seed`)
+    given it as their SFT target."""
+    if share <= 0:
+        return problems
+    rng = random.Random(f"rlvr.sft/worked/{seed}")
+    return [
+        dataclasses.replace(p, solution=str(p.meta["worked"])) if "worked" in p.meta and rng.random() < share else p
+        for p in problems
+    ]
+
+
 def _shortcut(problems: list[Problem], text: str | None, share: float, seed: int) -> list[Problem]:
     """The problems with `share` of them (drawn with `seed`) given `text` as their SFT target."""
     if text is None or share <= 0:
@@ -172,6 +189,7 @@ def _target_ids(tok, fmt: PromptFormatter, problems: list[Problem], cfg: SFTConf
     def encode(probs: list[Problem]) -> list[list[int]]:
         return [tok(fmt.target(p), add_special_tokens=False)["input_ids"] + [fmt.end_id] for p in probs]
 
+    problems = _worked(problems, cfg.worked_share, cfg.seed)
     problems = _shortcut(problems, cfg.shortcut, cfg.shortcut_share, cfg.seed)
     worked = encode(problems)
     mixed = _answer_only(problems, cfg.answer_only_share, cfg.seed)

@@ -13,6 +13,8 @@ h(0)=29 h(1)=35 h(2)=41
 def h(y):
 >>> p.solution, p.columns["entry_point"], p.meta["family"]
 ('return 6*y+29', 'h', 'affine')
+>>> p.meta["worked"]
+'return (35-29)*y+29'
 >>> print(p.columns["test"].splitlines()[1])
     assert candidate(3) == 47
 
@@ -22,6 +24,13 @@ hash bucket (`rlvr.tasks.task.bucket`) puts it in test (< 10), dev (< 15) or tra
 function is ever trained on under any name. The completion is the body as plain text (no fence), e.g.
 ` return 6*y+29`: the code verifier reads a completion without a fence as the function's body
 (docs/code.md, "Extraction").
+
+Each problem also carries a worked body (`meta["worked"]`) that is right by construction because Python
+does the arithmetic: for `a*x+b` the slope as the difference of the shown values,
+` return (35-29)*y+29`, numbers the model copies from the prompt; the bare gold ` return 6*y+29` needs it
+to compute 6. A square's worked body is its gold (`return y*y+29` copies f(0) already). SFT's
+`worked_share` puts the worked body in a share of the targets: a base that mixes two strategies of unequal
+accuracy, as arith's does (docs/code.md).
 """
 
 from __future__ import annotations
@@ -92,9 +101,12 @@ def _problem(i: int, split: str, family: str, body: str, a: int, b: int, fn: str
         f"    assert candidate({x}) == {_value(family, a, b, x)}\n" for x in HIDDEN_INPUTS
     )
     gold = body.replace("x", arg)
+    meta: dict[str, str | int | float] = {"family": family, "function": body, "split": split, "worked": gold}
+    if family == "affine":  # the slope as Python arithmetic on the shown values: copied, never computed
+        f0, f1 = _value(family, a, b, 0), _value(family, a, b, 1)
+        meta["worked"] = f"return ({f1}-{f0})*{arg}+{f0}"
     code_prompt = f'{header}\n    """{shown}"""\n'  # a docstring body: the trusted side parses the prompt
     columns = {"code_prompt": code_prompt, "test": test, "entry_point": fn, "verifier": verifier}
-    meta: dict[str, str | int | float] = {"family": family, "function": body, "split": split}
     return Problem(f"pyfunc-{split}-{i}", f"{shown}\n{header}", gold, [], "pyfunc", gold, meta, None, columns)
 
 
