@@ -200,7 +200,10 @@ def test_sigterm_with_async_then_resume_equals_the_uninterrupted_run(tmp_path: P
     stopped = json.loads((run / "manifest.json").read_text())["interrupted"]["step"]
     assert at <= stopped < steps
     saved = torch.load(run / "checkpoints" / f"step-{stopped:06d}" / "trainer_state.pt", weights_only=False)
-    assert [b.index for b in saved["async_rollouts"]["pending"]] == [stopped]  # the batch in flight, kept
+    # the batches in flight are kept: the one the next update takes, and the one after it when the worker
+    # had already drawn it from the checkpoint's own weights (max_staleness 1 allows both)
+    pending = [b.index for b in saved["async_rollouts"]["pending"]]
+    assert pending in ([stopped], [stopped, stopped + 1]), pending
     assert [ln for ln in err.splitlines() if ln.startswith("stopped:")], err
     again = subprocess.run(_rlvr("train", "--resume", str(run)), capture_output=True, text=True, env=ENV, timeout=300)
     assert again.returncode == 0, again.stderr
