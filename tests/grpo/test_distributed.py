@@ -1,15 +1,20 @@
 """Data-parallel training with 2 CPU ranks on gloo (`torchrun --nproc-per-node 2 -m rlvr train`):
 the weights after 2 steps equal one process's at the same global batch, for every aggregation and
 with dynamic sampling; rank 0 alone writes the run folder; a resumed 2-rank run reproduces the
-uninterrupted one."""
+uninterrupted one. Sharded training (`distributed.strategy: fsdp`, the tests at the end): the weights
+equal one process's (GRPO with a KL term, Dr. GRPO, LoRA); a checkpoint in DCP's sharded format written
+by 2 ranks resumes on 2 and on 1 (no torchrun) and reproduces the uninterrupted run; SIGTERM checkpoints
+and resumes as under ddp."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +183,101 @@ def test_two_ranks_equal_one_process_with_an_environment(tmp_path, calculator_mo
     rows = [json.loads(x) for x in (tmp_path / "two" / "samples" / "train.jsonl").read_text().splitlines()]
     turns = [sum(m["role"] == "assistant" for m in r["messages"]) for r in rows]
     assert len(rows) == 2 * 4 * 4 and max(turns) >= 2  # conversations went on after their first turn
+
+
+# ------------------------------------------------------------------ fsdp
+FSDP = {"distributed": {"strategy": "fsdp"}}
+
+
+def _cut(run: Path, cut: Path, keep: int) -> None:
+    """`cut` is `run` as it stood when killed after its step-`keep` checkpoint."""
+    shutil.copytree(run, cut)
+    for ck in (cut / "checkpoints").glob("step-*"):
+        if int(ck.name[5:]) > keep:
+            shutil.rmtree(ck)
+    shutil.rmtree(cut / "model")
+    manifest = json.loads((cut / "manifest.json").read_text())
+    (cut / "manifest.json").write_text(json.dumps({**manifest, "finished": False}))
+    rows = (cut / "metrics.jsonl").read_text().splitlines()[:keep]
+    (cut / "metrics.jsonl").write_text("".join(r + "\n" for r in rows))
+
+
+@pytest.mark.slow  # each case: one process and a 2-rank torchrun, ~30 s on 2 cores
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"objective": "grpo", "objective_overrides": {"beta": 0.04}},
+        {"objective": "dr_grpo", "micro_batch_size": 2},
+        {
+            "objective": "grpo",
+            "objective_overrides": {"beta": 0.04},
+            "lora": {"r": 4, "target_modules": ["q_proj", "v_proj"]},
+        },
+    ],
+    ids=["grpo-kl", "dr_grpo", "lora-kl"],
+)
+def test_fsdp_two_ranks_equal_one_process(tmp_path, tiny_model_dir, kw) -> None:
+    """The untrained model's outcome is always 0: a length reward that is constant for some prompts, so
+    that without a KL term the ranks run different numbers of micro-batches (the others pad)."""
+    reward = tmp_path / "length.py"
+    reward.write_text(
+        "def length(completions, prompts, **kw):\n"
+        "    return [len(c) / 100 if len(p) % 3 else 0.0 for c, p in zip(completions, prompts)]\n"
+    )
+    kw = {**kw, "rewards": [{"name": "outcome", "weight": 0.0}, {"file": str(reward), "function": "length"}]}
+    GRPOTrainer(load_config(TrainConfig, _config(tmp_path, tiny_model_dir, "one", steps=3, **kw))).train()
+    _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "two", steps=3, **kw, **FSDP)))
+    _assert_same(tmp_path / "one", tmp_path / "two")
+    ck = tmp_path / "two" / "checkpoints" / "step-000003"
+    assert sorted(p.name for p in (ck / "dcp").iterdir()) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert not list(ck.glob("*.safetensors"))  # the weights live in the shards only
+    assert json.loads((tmp_path / "two" / "manifest.json").read_text())["world_size"] == 2
+
+
+@pytest.mark.slow  # three torchrun launches and a one-process resume, ~1.5 min on 2 cores
+def test_fsdp_checkpoint_from_two_ranks_resumes_on_two_and_on_one(tmp_path, tiny_model_dir) -> None:
+    kw = {"objective_overrides": {"beta": 0.04}, **FSDP}
+    _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "full", steps=4, save_every=2, **kw)))
+    _cut(tmp_path / "full", tmp_path / "two", keep=2)
+    _torchrun("--resume", str(tmp_path / "two"))
+    _assert_same(tmp_path / "full", tmp_path / "two")
+    _cut(tmp_path / "full", tmp_path / "one", keep=2)
+    r = subprocess.run(
+        [sys.executable, "-m", "rlvr", "train", "--resume", str(tmp_path / "one")],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    _assert_same(tmp_path / "full", tmp_path / "one")
+    manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
+    assert manifest["world_size"] == 1 and manifest["finished"]
+    # the one-process run wrote its own sharded checkpoint: one shard file
+    assert sorted(p.name for p in (tmp_path / "one" / "checkpoints" / "step-000004" / "dcp").iterdir()) == [
+        ".metadata",
+        "__0_0.distcp",
+    ]
+
+
+@pytest.mark.slow  # about a minute: three torchrun launches
+def test_fsdp_sigterm_checkpoints_and_resume_finishes(tmp_path, tiny_model_dir) -> None:
+    _torchrun("--config", str(_config(tmp_path, tiny_model_dir, "full", steps=12, **FSDP)))
+    cut = _config(tmp_path, tiny_model_dir, "cut", steps=12, **FSDP)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "rlvr",
+           "train", "--config", str(cut)]  # fmt: skip
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    metrics, deadline = tmp_path / "cut" / "metrics.jsonl", time.time() + 300
+    while p.poll() is None and time.time() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    manifest = json.loads((tmp_path / "cut" / "manifest.json").read_text())
+    stopped = manifest["interrupted"]["step"]
+    assert 3 <= stopped < 12, err[-2000:]
+    ck = tmp_path / "cut" / "checkpoints" / f"step-{stopped:06d}"
+    assert (ck / "trainer_state.pt").is_file() and (ck / "dcp" / ".metadata").is_file()
+    assert len(metrics.read_text().splitlines()) == stopped
+    _torchrun("--resume", str(tmp_path / "cut"))
+    a, b = _weights(tmp_path / "full"), _weights(tmp_path / "cut")
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], atol=1e-6, rtol=0, msg=k)
