@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rlvr.audit import run_audit
 from rlvr.config import load_config
-from rlvr.evaluate.compare import compare_runs
+from rlvr.evaluate.compare import Pairs, compare_runs
 from rlvr.evaluate.evaluation import EvalConfig, run_eval
 from rlvr.grpo.config import TRAIN_PRESETS, TrainConfig
 from rlvr.grpo.trainer import GRPOTrainer
@@ -215,13 +215,13 @@ def _eval(out: Path, model: Path, split: str, plan: DemoPlan, progress, large_k:
     return path
 
 
-def _paired(evals: dict[str, Path], names: list[str], split: str, seed: int, out: Path, pairs: str) -> DemoSplit:
+def _paired(evals: dict[str, Path], names: list[str], split: str, seed: int, out: Path, pairs: Pairs) -> DemoSplit:
     """Paired tests over the same problems of `split` between the methods `names` (the first is the
     baseline of `pairs="baseline"`; `"all"`: every pair), Holm over the tests of this call."""
     paths = [evals[f"{name}-{split}"] for name in names]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare_runs(paths, seed=seed, out=out, pairs=pairs)  # type: ignore[arg-type]
+        cmp = compare_runs(paths, seed=seed, out=out, pairs=pairs)
     folder = {f"{name}-{split}": name for name in names}
     tests = []
     for t in cmp.tests:

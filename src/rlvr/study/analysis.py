@@ -200,7 +200,8 @@ def analyse(cfg: StudyConfig, out: Path, base: str, results: dict[str, StudyJobR
     matched = [r.train_seconds for r in results.values() if r.kind == "sft-oracle" and r.train_seconds]
     if matched:
         rft = {c.name for c in cfg.conditions if trains_rft(c)}
-        grpo_s = [r.train_seconds or 0.0 for r in results.values() if r.kind == "grpo" and r.condition not in rft]
+        grpo = [r for r in results.values() if r.kind == "grpo" and r.condition not in rft]
+        grpo_s = [r.train_seconds for r in grpo if r.train_seconds]  # as run_study matched them
         spent = statistics.median(matched)
         notes.append(
             f"sft-oracle: SFT on the task's gold solutions, continued from the base for the GRPO runs' median "
